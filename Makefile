@@ -1,0 +1,52 @@
+# The policy module is the only thing built for wasm32-wasip1; everything else
+# (tests, the waPC host) is native.
+TARGET := wasm32-wasip1
+SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
+MODULE := target/$(TARGET)/release/annotations_policy.wasm
+RUNNER := target/debug/policy-runner
+SAMPLE_SETTINGS := {"criteria":"containsAllOf","values":["owner","cost-center"]}
+
+.PHONY: all
+all: policy.wasm
+
+policy.wasm: $(SOURCES)
+	@rustup target list --installed | grep -qx $(TARGET) || rustup target add $(TARGET)
+	cargo build --target $(TARGET) --release -p annotations-policy
+	cp $(MODULE) policy.wasm
+
+annotated-policy.wasm: policy.wasm metadata.yml README.md
+	kwctl annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
+
+.PHONY: runner
+runner:
+	cargo build -p policy-host --bin policy-runner
+
+# Build the module and evaluate a sample request with it, as `kwctl run` would.
+.PHONY: run
+run: policy.wasm runner
+	$(RUNNER) run policy.wasm -r test_data/ingress.json --settings-json '$(SAMPLE_SETTINGS)'
+
+.PHONY: fmt
+fmt:
+	cargo fmt --all -- --check
+
+.PHONY: lint
+lint:
+	cargo clippy --workspace --all-targets -- -D warnings
+
+# The whole suite: formatting, lints, unit and property tests, the tests that
+# run the freshly built policy.wasm, and e2e.bats.
+.PHONY: test
+test: fmt lint policy.wasm
+	cargo test --workspace
+	$(MAKE) e2e-tests
+
+# Uses kwctl where it is installed, the project's runner otherwise.
+.PHONY: e2e-tests
+e2e-tests: policy.wasm runner
+	bats e2e.bats
+
+.PHONY: clean
+clean:
+	cargo clean
+	rm -f policy.wasm annotated-policy.wasm

@@ -1,0 +1,173 @@
+#!/usr/bin/env bats
+# End-to-end tests of policy.wasm with `kwctl run`, or with the project's own
+# runner (same arguments, same output) where kwctl is not installed.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+  cd "$BATS_TEST_DIRNAME"
+  if command -v kwctl >/dev/null 2>&1; then
+    export RUNNER="kwctl run"
+  else
+    export RUNNER="$BATS_TEST_DIRNAME/target/debug/policy-runner run"
+  fi
+  export POLICY="${POLICY:-policy.wasm}"
+}
+
+setup() {
+  cd "$BATS_TEST_DIRNAME"
+}
+
+policy() {
+  local request="$1"
+  shift
+  run --separate-stderr $RUNNER "$POLICY" -r "test_data/$request" "$@"
+}
+
+accepted() {
+  [ "$status" -eq 0 ]
+  [[ "$output" == *'"allowed":true'* ]]
+}
+
+rejected_with() {
+  [ "$status" -eq 0 ]
+  [[ "$output" == *'"allowed":false'* ]]
+  [[ "$output" == *"$1"* ]]
+}
+
+@test "containsAnyOf: accepts an Ingress with one of the values" {
+  policy ingress.json --settings-json '{"criteria":"containsAnyOf","values":["owner","example.com/owner"]}'
+  accepted
+  [[ "$output" == *'"uid":"1299d386-525b-4032-98ae-1949f69f9cfc"'* ]]
+}
+
+@test "containsAnyOf: rejects a Deployment with none of the values" {
+  policy deployment.json --settings-json '{"criteria":"containsAnyOf","values":["cost-center","team"]}'
+  rejected_with 'Deployment \"default/nginx\" must carry at least one of the annotations \"cost-center\", \"team\", and carries none of them'
+}
+
+@test "doesNotContainAnyOf: accepts an Ingress without the forbidden annotations" {
+  policy ingress.json --settings-json '{"criteria":"doesNotContainAnyOf","values":["example.com/debug"]}'
+  accepted
+}
+
+@test "doesNotContainAnyOf: rejects and names the forbidden annotations found" {
+  policy ingress.json --settings-json '{"criteria":"doesNotContainAnyOf","values":["owner","cost-center","other"]}'
+  rejected_with 'Ingress \"shop/shop-frontend\" carries forbidden annotations; remove \"cost-center\", \"owner\"'
+}
+
+@test "containsAllOf: accepts a Deployment with every value" {
+  policy deployment.json --settings-json '{"criteria":"containsAllOf","values":["owner","example.com/application"]}'
+  accepted
+}
+
+@test "containsAllOf: rejects and names the missing annotations" {
+  policy ingress.json --settings-json '{"criteria":"containsAllOf","values":["owner","example.com/team","cost-center","a.example.com/b"]}'
+  rejected_with 'Ingress \"shop/shop-frontend\" lacks required annotations; add \"a.example.com/b\", \"example.com/team\"'
+}
+
+@test "doesNotContainAllOf: accepts when the values are not all present" {
+  policy ingress.json --settings-json '{"criteria":"doesNotContainAllOf","values":["owner","example.com/debug"]}'
+  accepted
+}
+
+@test "doesNotContainAllOf: rejects when all the values are present together" {
+  policy ingress.json --settings-json '{"criteria":"doesNotContainAllOf","values":["owner","cost-center"]}'
+  rejected_with 'carries all of the annotations \"cost-center\", \"owner\", which must not appear together'
+}
+
+@test "containsOtherThan: accepts when some other annotation is present" {
+  policy deployment.json --settings-json '{"criteria":"containsOtherThan","values":["owner"]}'
+  accepted
+}
+
+@test "containsOtherThan: rejects when only the listed annotations are present" {
+  policy deployment.json --settings-json '{"criteria":"containsOtherThan","values":["owner","example.com/application","x"]}'
+  rejected_with 'carries only the annotations \"example.com/application\", \"owner\"; it needs at least one annotation other than'
+}
+
+@test "doesNotContainOtherThan: accepts annotations within the allowlist" {
+  policy deployment.json --settings-json '{"criteria":"doesNotContainOtherThan","values":["owner","example.com/application","cost-center"]}'
+  accepted
+}
+
+@test "doesNotContainOtherThan: rejects and names the annotations outside the allowlist" {
+  policy ingress.json --settings-json '{"criteria":"doesNotContainOtherThan","values":["owner"]}'
+  rejected_with 'outside the allowed list \"owner\"; remove \"cost-center\", \"nginx.ingress.kubernetes.io/rewrite-target\"'
+}
+
+@test "a Pod with no annotations fails containsAnyOf and passes an allowlist" {
+  policy pod-no-annotations.json --settings-json '{"criteria":"containsAnyOf","values":["owner"]}'
+  rejected_with 'Pod \"default/busybox\" must carry at least one of the annotations \"owner\"'
+  policy pod-no-annotations.json --settings-json '{"criteria":"doesNotContainOtherThan","values":["owner"]}'
+  accepted
+}
+
+@test "a DELETE is accepted, whatever the old object carried" {
+  policy delete.json --settings-json '{"criteria":"doesNotContainAnyOf","values":["forbidden.example.com/debug"]}'
+  accepted
+  [[ "$output" == *'"uid":"6b7e1c2d-3f4a-4b5c-8d9e-0f1a2b3c4d5e"'* ]]
+}
+
+@test "a custom resource nested 100 levels deep is evaluated" {
+  policy custom-resource.json --settings-json '{"criteria":"containsAllOf","values":["owner","example.com/application"]}'
+  accepted
+  policy custom-resource.json --settings-json '{"criteria":"containsAllOf","values":["owner","cost-center"]}'
+  rejected_with 'Widget \"default/deep-widget\" lacks required annotations; add \"cost-center\"'
+}
+
+@test "settings from a YAML file, PascalCase criterion" {
+  printf 'criteria: ContainsAllOf\nvalues:\n  - owner\n' > "$BATS_TEST_TMPDIR/settings.yaml"
+  policy ingress.json --settings-path "$BATS_TEST_TMPDIR/settings.yaml"
+  accepted
+}
+
+@test "invalid settings: an empty list" {
+  policy ingress.json --settings-json '{"criteria":"containsAnyOf","values":[]}'
+  [ "$status" -eq 1 ]
+  [ -z "$output" ]
+  [[ "$stderr" == *'Provided settings are not valid: invalid settings: `values` is empty'* ]]
+}
+
+@test "invalid settings: an unknown criterion" {
+  policy ingress.json --settings-json '{"criteria":"containsSomeOf","values":["owner"]}'
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *'Provided settings are not valid: invalid settings: unknown criteria "containsSomeOf"; use one of: containsAnyOf, doesNotContainAnyOf'* ]]
+}
+
+@test "invalid settings: an invalid annotation name" {
+  policy ingress.json --settings-json '{"criteria":"containsAnyOf","values":["owner","bad name/x"]}'
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *'Provided settings are not valid: invalid settings: `values` holds invalid annotation names: "bad name/x": the prefix must be a DNS subdomain'* ]]
+}
+
+@test "invalid settings: a typo in a field name" {
+  policy ingress.json --settings-json '{"criteria":"containsAnyOf","valuess":["owner"]}'
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *'unknown field `valuess`'* ]]
+}
+
+group_manifest() {
+  sed "s|module: .*|module: file://$BATS_TEST_DIRNAME/$POLICY|" examples/policy-group.yaml > "$BATS_TEST_TMPDIR/group.yaml"
+}
+
+@test "policy group with kwctl: required() && not_denied()" {
+  if ! command -v kwctl >/dev/null 2>&1; then
+    skip "kwctl is not installed: the group's expression needs kwctl; its members are checked by the next test"
+  fi
+  group_manifest
+  run --separate-stderr kwctl run "$BATS_TEST_TMPDIR/group.yaml" -r test_data/deployment.json
+  accepted
+  run --separate-stderr kwctl run "$BATS_TEST_TMPDIR/group.yaml" -r test_data/deployment-debug.json
+  rejected_with 'the object must name an owner and carry no debugging annotation'
+}
+
+@test "policy group members, one by one through the module" {
+  run --separate-stderr "$BATS_TEST_DIRNAME/target/debug/policy-runner" manifest "$POLICY" examples/policy-group.yaml -r test_data/deployment-debug.json
+  [ "$status" -eq 0 ]
+  [[ "${lines[0]}" == "not_denied: "*'"allowed":false'*'remove \"example.com/debug\"'* ]]
+  [[ "${lines[1]}" == "required: "*'"allowed":true'* ]]
+  run --separate-stderr "$BATS_TEST_DIRNAME/target/debug/policy-runner" manifest "$POLICY" examples/policy-group.yaml -r test_data/deployment.json
+  [[ "${lines[0]}" == "not_denied: "*'"allowed":true'* ]]
+  [[ "${lines[1]}" == "required: "*'"allowed":true'* ]]
+}

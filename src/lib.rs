@@ -1,0 +1,134 @@
+//! waPC entry point and glue: decode the payload, check the settings, let the
+//! evaluator judge the annotation keys, answer in Kubewarden's JSON.
+
+pub mod annotation_key;
+pub mod criterion;
+pub mod evaluator;
+pub mod message;
+pub mod request;
+pub mod settings;
+
+use kubewarden_policy_sdk::settings::SettingsValidationResponse;
+use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
+use kubewarden_policy_sdk::{accept_request, protocol_version_guest, reject_request};
+
+use evaluator::Verdict;
+use settings::Settings;
+
+#[unsafe(no_mangle)]
+pub extern "C" fn wapc_init() {
+    guest::register_function("validate", validate);
+    guest::register_function("validate_settings", validate_settings);
+    guest::register_function("protocol_version", protocol_version_guest);
+}
+
+fn validate(payload: &[u8]) -> CallResult {
+    match decide(payload) {
+        Ok(()) => accept_request(),
+        Err(message) => reject_request(Some(message), None, None, None),
+    }
+}
+
+fn validate_settings(payload: &[u8]) -> CallResult {
+    let response = match Settings::from_json(payload) {
+        Ok(_) => SettingsValidationResponse {
+            valid: true,
+            message: None,
+        },
+        Err(message) => SettingsValidationResponse {
+            valid: false,
+            message: Some(message),
+        },
+    };
+    Ok(serde_json::to_vec(&response)?)
+}
+
+/// The policy's whole decision on a `validate` payload: `Err` holds the
+/// rejection message.
+pub fn decide(payload: &[u8]) -> Result<(), String> {
+    let payload = request::decode(payload)?;
+    // A deletion has nothing to judge, and must never be blocked.
+    let Some(object) = payload.object else {
+        return Ok(());
+    };
+    if payload.operation.as_deref() == Some("DELETE") {
+        return Ok(());
+    }
+    let settings = Settings::from_json(payload.settings.unwrap_or(b"null"))?;
+    let keys = object.annotation_keys.iter().map(|k| k.as_ref());
+    match evaluator::evaluate(settings.criterion, &settings.values, keys) {
+        Verdict::Accepted => Ok(()),
+        Verdict::Rejected(violation) => Err(message::rejection(
+            &object.subject(),
+            &settings.values,
+            &violation,
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn payload(settings: &str, object: &str) -> String {
+        format!(r#"{{"settings":{settings},"request":{{"operation":"CREATE","object":{object}}}}}"#)
+    }
+
+    const REQUIRE_OWNER: &str = r#"{"criteria":"containsAllOf","values":["owner"]}"#;
+
+    #[test]
+    fn accepts_and_rejects_by_the_settings() {
+        let with_owner = r#"{"kind":"Pod","metadata":{"name":"p","annotations":{"owner":"me"}}}"#;
+        let without = r#"{"kind":"Pod","metadata":{"name":"p","annotations":{"other":"me"}}}"#;
+        assert_eq!(
+            decide(payload(REQUIRE_OWNER, with_owner).as_bytes()),
+            Ok(())
+        );
+        assert_eq!(
+            decide(payload(REQUIRE_OWNER, without).as_bytes()),
+            Err(r#"Pod "p" lacks required annotations; add "owner""#.to_string())
+        );
+    }
+
+    #[test]
+    fn deletions_are_accepted() {
+        let delete = format!(
+            r#"{{"settings":{REQUIRE_OWNER},"request":{{"operation":"DELETE","object":null,"oldObject":{{"kind":"Pod"}}}}}}"#
+        );
+        assert_eq!(decide(delete.as_bytes()), Ok(()));
+        let delete_with_object = format!(
+            r#"{{"settings":{REQUIRE_OWNER},"request":{{"operation":"DELETE","object":{{"kind":"Pod"}}}}}}"#
+        );
+        assert_eq!(decide(delete_with_object.as_bytes()), Ok(()));
+    }
+
+    #[test]
+    fn invalid_settings_reject_with_the_settings_message() {
+        let bad = r#"{"criteria":"containsAllOf","values":[]}"#;
+        let error = decide(payload(bad, "{}").as_bytes()).unwrap_err();
+        assert!(error.contains("`values` is empty"), "{error}");
+        let error = decide(br#"{"request":{"object":{}}}"#).unwrap_err();
+        assert!(error.contains("invalid settings"), "{error}");
+    }
+
+    #[test]
+    fn malformed_requests_are_rejected_not_panicking() {
+        let error = decide(b"\xff\xfe").unwrap_err();
+        assert!(error.starts_with("malformed request"), "{error}");
+    }
+
+    #[test]
+    fn settings_answers_are_the_sdk_shape() {
+        let ok = validate_settings(REQUIRE_OWNER.as_bytes()).unwrap();
+        assert_eq!(ok, br#"{"valid":true,"message":null}"#);
+        let bad = validate_settings(b"{").unwrap();
+        let bad: serde_json::Value = serde_json::from_slice(&bad).unwrap();
+        assert_eq!(bad["valid"], false);
+        assert!(
+            bad["message"]
+                .as_str()
+                .unwrap()
+                .contains("invalid settings")
+        );
+    }
+}

@@ -1,0 +1,259 @@
+//! The policy's settings: the wire format of Kubewarden's annotations policy
+//! (`criteria` and `values`), parsed strictly so that a typo never turns into
+//! a silently misconfigured cluster.
+
+use std::collections::BTreeSet;
+use std::fmt::{self, Write as _};
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+
+use crate::annotation_key;
+use crate::criterion::Criterion;
+
+/// Settings that passed validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub criterion: Criterion,
+    /// Sorted and free of duplicates, so the evaluator can binary-search it
+    /// and messages list names in a stable order.
+    pub values: Vec<String>,
+}
+
+/// The settings as they arrive, before any rule is checked. Both fields are
+/// optional here so that a missing one is reported by name, alongside the
+/// other.
+#[derive(Default)]
+struct RawSettings {
+    criteria: Option<String>,
+    values: Option<Vec<String>>,
+}
+
+impl<'de> Deserialize<'de> for RawSettings {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(RawSettingsVisitor)
+    }
+}
+
+struct RawSettingsVisitor;
+
+impl<'de> Visitor<'de> for RawSettingsVisitor {
+    type Value = RawSettings;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object with `criteria` and `values`")
+    }
+
+    /// Only an object is taken (derive would also take a list of the
+    /// fields), and an unknown field is an error: a typo such as `valuess`
+    /// must not leave the policy silently misconfigured.
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<RawSettings, M::Error> {
+        let mut raw = RawSettings::default();
+        let (mut seen_criteria, mut seen_values) = (false, false);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "criteria" if seen_criteria => return Err(de::Error::duplicate_field("criteria")),
+                "values" if seen_values => return Err(de::Error::duplicate_field("values")),
+                "criteria" => {
+                    seen_criteria = true;
+                    raw.criteria = map.next_value::<Option<String>>().map_err(|e| {
+                        de::Error::custom(format_args!("`criteria` must be a string: {e}"))
+                    })?;
+                }
+                "values" => {
+                    seen_values = true;
+                    raw.values = map.next_value::<Option<Vec<String>>>().map_err(|e| {
+                        de::Error::custom(format_args!(
+                            "`values` must be a list of annotation names: {e}"
+                        ))
+                    })?;
+                }
+                other => return Err(de::Error::unknown_field(other, &["criteria", "values"])),
+            }
+        }
+        Ok(raw)
+    }
+}
+
+impl Settings {
+    /// Parses and validates the JSON settings; the error is the message shown
+    /// to the user.
+    pub fn from_json(json: &[u8]) -> Result<Settings, String> {
+        let mut de = serde_json::Deserializer::from_slice(json);
+        let raw = Option::<RawSettings>::deserialize(&mut de)
+            .and_then(|raw| de.end().map(|()| raw))
+            .map_err(|e| format!("invalid settings: {e}"))?;
+        let raw = raw.ok_or_else(|| {
+            "invalid settings: expected an object with `criteria` and `values`, got null"
+                .to_string()
+        })?;
+        Settings::validate(raw)
+    }
+
+    fn validate(raw: RawSettings) -> Result<Settings, String> {
+        let (criteria, values) = match (raw.criteria, raw.values) {
+            (Some(criteria), Some(values)) => (criteria, values),
+            (criteria, values) => {
+                let missing: Vec<&str> = [
+                    criteria.is_none().then_some("`criteria`"),
+                    values.is_none().then_some("`values`"),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                return Err(format!(
+                    "invalid settings: missing {}",
+                    missing.join(" and ")
+                ));
+            }
+        };
+        let criterion = Criterion::from_name(&criteria).ok_or_else(|| {
+            let accepted: Vec<&str> = Criterion::ALL.iter().map(|c| c.name()).collect();
+            format!(
+                "invalid settings: unknown criteria {criteria:?}; use one of: {}",
+                accepted.join(", ")
+            )
+        })?;
+        if values.is_empty() {
+            return Err(format!(
+                "invalid settings: `values` is empty; {criterion} needs at least one annotation name"
+            ));
+        }
+        let values: BTreeSet<String> = values.into_iter().collect();
+        let mut invalid = String::new();
+        for value in &values {
+            if let Err(reason) = annotation_key::check(value) {
+                let separator = if invalid.is_empty() { "" } else { "; " };
+                let _ = write!(invalid, "{separator}{value:?}: {reason}");
+            }
+        }
+        if !invalid.is_empty() {
+            return Err(format!(
+                "invalid settings: `values` holds invalid annotation names: {invalid}"
+            ));
+        }
+        Ok(Settings {
+            criterion,
+            values: values.into_iter().collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<Settings, String> {
+        Settings::from_json(json.as_bytes())
+    }
+
+    #[test]
+    fn valid_settings_are_normalised() {
+        let settings = parse(r#"{"criteria":"containsAllOf","values":["b","a","b"]}"#).unwrap();
+        assert_eq!(settings.criterion, Criterion::ContainsAllOf);
+        assert_eq!(settings.values, ["a", "b"]);
+    }
+
+    #[test]
+    fn pascal_case_criteria_are_accepted() {
+        let settings = parse(r#"{"criteria":"DoesNotContainOtherThan","values":["a"]}"#).unwrap();
+        assert_eq!(settings.criterion, Criterion::DoesNotContainOtherThan);
+    }
+
+    #[test]
+    fn upper_case_prefixes_are_valid_names() {
+        let settings = parse(r#"{"criteria":"containsAnyOf","values":["Example.com/Owner"]}"#);
+        assert_eq!(settings.unwrap().values, ["Example.com/Owner"]);
+    }
+
+    #[test]
+    fn every_error_names_what_to_fix() {
+        let cases: &[(&str, &[&str])] = &[
+            ("", &["invalid settings", "EOF"]),
+            ("{", &["invalid settings", "EOF"]),
+            ("not json", &["invalid settings", "expected"]),
+            (
+                r#"{"criteria":"containsAnyOf","values":["a"]} x"#,
+                &["trailing"],
+            ),
+            ("null", &["expected an object", "null"]),
+            (
+                "[]",
+                &[
+                    "invalid settings",
+                    "sequence",
+                    "an object with `criteria` and `values`",
+                ],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":["a"],"criteria":"containsAllOf"}"#,
+                &["duplicate field `criteria`"],
+            ),
+            ("{}", &["missing `criteria` and `values`"]),
+            (r#"{"values":["a"]}"#, &["missing `criteria`"]),
+            (r#"{"criteria":"containsAnyOf"}"#, &["missing `values`"]),
+            (
+                r#"{"criteria":null,"values":["a"]}"#,
+                &["missing `criteria`"],
+            ),
+            (
+                r#"{"criteria":"bogus","values":["a"]}"#,
+                &[
+                    "unknown criteria \"bogus\"",
+                    "containsAnyOf, doesNotContainAnyOf, containsAllOf, doesNotContainAllOf, containsOtherThan, doesNotContainOtherThan",
+                ],
+            ),
+            (
+                r#"{"criteria":1,"values":["a"]}"#,
+                &["`criteria` must be a string"],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":"a"}"#,
+                &[
+                    "`values` must be a list of annotation names",
+                    "string \"a\"",
+                ],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":["a",1]}"#,
+                &["`values` must be a list of annotation names", "integer `1`"],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":[]}"#,
+                &["`values` is empty", "containsAnyOf"],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":["a"],"valuess":["b"]}"#,
+                &["unknown field `valuess`"],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":["ok","-x","a/b/c"]}"#,
+                &[
+                    r#""-x": the name part must start and end"#,
+                    r#"; "a/b/c": a key holds at most one '/'"#,
+                ],
+            ),
+        ];
+        for (json, fragments) in cases {
+            let message = parse(json).expect_err(json);
+            for fragment in *fragments {
+                assert!(
+                    message.contains(fragment),
+                    "{json}: {message:?} lacks {fragment:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_names_are_listed_sorted_and_all_of_them() {
+        let message = parse(r#"{"criteria":"containsAnyOf","values":["z-","/x","ok","a b","-x"]}"#)
+            .unwrap_err();
+        let positions: Vec<usize> = ["\"-x\": ", "\"/x\": ", "\"a b\": ", "\"z-\": "]
+            .iter()
+            .map(|quoted| message.find(quoted).expect(quoted))
+            .collect();
+        assert!(positions.is_sorted(), "{message}");
+        assert!(!message.contains("\"ok\""), "{message}");
+    }
+}
