@@ -26,6 +26,13 @@ runner:
 run: policy.wasm runner
 	$(RUNNER) run policy.wasm -r test_data/ingress.json --settings-json '$(SAMPLE_SETTINGS)'
 
+# Side-by-side benchmark; compare other builds with
+#   make bench BENCH_MODULES="policy.wasm other.wasm"
+BENCH_MODULES ?= policy.wasm
+.PHONY: bench
+bench: policy.wasm
+	cargo run -q -p policy-host --bin policy-bench -- $(BENCH_MODULES)
+
 .PHONY: fmt
 fmt:
 	cargo fmt --all -- --check
