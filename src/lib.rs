@@ -4,13 +4,14 @@
 pub mod annotation_key;
 pub mod criterion;
 pub mod evaluator;
+pub mod json;
 pub mod message;
 pub mod request;
+pub mod response;
 pub mod settings;
 
-use kubewarden_policy_sdk::settings::SettingsValidationResponse;
+use kubewarden_policy_sdk::protocol_version_guest;
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
-use kubewarden_policy_sdk::{accept_request, protocol_version_guest, reject_request};
 
 use evaluator::Verdict;
 use settings::Settings;
@@ -23,24 +24,17 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    match decide(payload) {
-        Ok(()) => accept_request(),
-        Err(message) => reject_request(Some(message), None, None, None),
-    }
+    Ok(match decide(payload) {
+        Ok(()) => response::accept(),
+        Err(message) => response::reject(&message),
+    })
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {
-    let response = match Settings::from_json(payload) {
-        Ok(_) => SettingsValidationResponse {
-            valid: true,
-            message: None,
-        },
-        Err(message) => SettingsValidationResponse {
-            valid: false,
-            message: Some(message),
-        },
-    };
-    Ok(serde_json::to_vec(&response)?)
+    Ok(match Settings::from_json(payload) {
+        Ok(_) => response::settings_valid(),
+        Err(message) => response::settings_invalid(&message),
+    })
 }
 
 /// The policy's whole decision on a `validate` payload: `Err` holds the
@@ -54,16 +48,18 @@ pub fn decide(payload: &[u8]) -> Result<(), String> {
     if payload.operation.as_deref() == Some("DELETE") {
         return Ok(());
     }
-    let settings = Settings::from_json(payload.settings.unwrap_or(b"null"))?;
-    let keys = object.annotation_keys.iter().map(|k| k.as_ref());
-    match evaluator::evaluate(settings.criterion, &settings.values, keys) {
-        Verdict::Accepted => Ok(()),
-        Verdict::Rejected(violation) => Err(message::rejection(
-            &object.subject(),
-            &settings.values,
-            &violation,
-        )),
-    }
+    settings::with_cached(payload.settings.unwrap_or(b"null"), |settings| {
+        let settings = settings.map_err(str::to_owned)?;
+        let keys = object.annotation_keys.iter().map(|k| k.as_ref());
+        match evaluator::evaluate(settings.criterion, &settings.values, keys) {
+            Verdict::Accepted => Ok(()),
+            Verdict::Rejected(violation) => Err(message::rejection(
+                &object.subject(),
+                &settings.values,
+                &violation,
+            )),
+        }
+    })
 }
 
 #[cfg(test)]
@@ -118,9 +114,9 @@ mod tests {
     }
 
     #[test]
-    fn settings_answers_are_the_sdk_shape() {
+    fn settings_answers_say_valid_or_why_not() {
         let ok = validate_settings(REQUIRE_OWNER.as_bytes()).unwrap();
-        assert_eq!(ok, br#"{"valid":true,"message":null}"#);
+        assert_eq!(ok, br#"{"valid":true}"#);
         let bad = validate_settings(b"{").unwrap();
         let bad: serde_json::Value = serde_json::from_slice(&bad).unwrap();
         assert_eq!(bad["valid"], false);

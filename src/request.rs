@@ -1,19 +1,19 @@
 //! Decodes a `validate` payload down to what the decision needs: the
 //! operation, the object's kind and name, its annotation keys, and the raw
-//! settings. Everything else is skipped without being built.
+//! settings. Everything else is skipped by `json::Reader` without being
+//! built; `reference` is the serde model it must agree with.
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde_json::value::RawValue;
-
+use crate::json::{self, Reader};
 use crate::message::Subject;
+
+#[cfg(any(test, feature = "reference"))]
+pub mod reference;
 
 /// The parts of `{"request": <AdmissionRequest>, "settings": <settings>}`
 /// that the policy reads.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Payload<'a> {
     pub operation: Option<Cow<'a, str>>,
     /// `None` when the request carries no object (`null` or absent).
@@ -42,222 +42,151 @@ impl Object<'_> {
     }
 }
 
-/// Decodes `payload`; the error says what is malformed.
+/// Decodes `payload`; the error says what is malformed, and where.
 pub fn decode(payload: &[u8]) -> Result<Payload<'_>, String> {
-    let mut de = serde_json::Deserializer::from_slice(payload);
-    // Custom resources nest far deeper than serde_json's default limit of
-    // 128; skipping them is iterative, so no depth can exhaust the stack.
-    de.disable_recursion_limit();
-    let wire = WirePayload::deserialize(&mut de)
-        .and_then(|wire| de.end().map(|()| wire))
-        .and_then(|wire| match wire.request {
-            Some(request) => Ok((request, wire.settings)),
-            None => Err(de::Error::missing_field("request")),
-        })
-        .map_err(|e| format!("malformed request: {e}"))?;
-    let (request, settings) = wire;
-    let object = request.object.map(|o| {
-        let metadata = o.metadata.unwrap_or_default();
-        Object {
-            kind: o.kind.map(|t| t.0),
-            namespace: metadata.namespace.map(|t| t.0),
-            name: metadata.name.map(|t| t.0),
-            annotation_keys: metadata.annotations.map(|a| a.0).unwrap_or_default(),
+    read_payload(&mut Reader::new(payload)).map_err(|e| format!("malformed request: {e}"))
+}
+
+fn read_payload<'a>(r: &mut Reader<'a>) -> json::Result<Payload<'a>> {
+    expect_object(
+        r,
+        "the payload to be a JSON object with `request` and `settings`",
+    )?;
+    let (mut request, mut settings) = (None, None);
+    let mut seen = [false; 2];
+    r.object(|r, key| match &*key {
+        "request" => {
+            first_time(r, &mut seen[0], "request")?;
+            expect_object(r, "`request` to be an AdmissionRequest object")?;
+            request = Some(read_request(r)?);
+            Ok(())
         }
-    });
+        "settings" => {
+            first_time(r, &mut seen[1], "settings")?;
+            settings = if r.null()? {
+                None
+            } else {
+                Some(r.raw_value()?)
+            };
+            Ok(())
+        }
+        _ => r.skip_value(),
+    })?;
+    r.end()?;
+    let Some((operation, object)) = request else {
+        return r.fail("missing field `request`");
+    };
     Ok(Payload {
-        operation: request.operation.map(|t| t.0),
+        operation,
         object,
-        settings: settings.map(|raw| raw.get().as_bytes()),
+        settings,
     })
 }
 
-/// An object read field by field. Only objects are accepted (serde's derive
-/// would also take an array of the fields in order), unknown fields are
-/// skipped, and a repeated known field is an error, as with derive.
-trait Fields<'a>: Default {
-    const EXPECTING: &'static str;
-    const NAMES: &'static [&'static str];
-    fn read<'de: 'a, M: MapAccess<'de>>(
-        &mut self,
-        field: usize,
-        map: &mut M,
-    ) -> Result<(), M::Error>;
-}
+type Request<'a> = (Option<Cow<'a, str>>, Option<Object<'a>>);
 
-struct FieldsVisitor<T>(std::marker::PhantomData<T>);
-
-impl<'de: 'a, 'a, T: Fields<'a>> Visitor<'de> for FieldsVisitor<T> {
-    type Value = T;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str(T::EXPECTING)
-    }
-    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<T, M::Error> {
-        let mut value = T::default();
-        let mut seen = 0u32;
-        while let Some(Text(key)) = map.next_key()? {
-            match T::NAMES.iter().position(|name| *name == key) {
-                Some(i) if seen & (1 << i) != 0 => {
-                    return Err(de::Error::duplicate_field(T::NAMES[i]));
-                }
-                Some(i) => {
-                    seen |= 1 << i;
-                    value.read(i, &mut map)?;
-                }
-                None => {
-                    map.next_value::<IgnoredAny>()?;
+fn read_request<'a>(r: &mut Reader<'a>) -> json::Result<Request<'a>> {
+    let (mut operation, mut object) = (None, None);
+    let mut seen = [false; 2];
+    r.object(|r, key| {
+        match &*key {
+            "operation" => {
+                first_time(r, &mut seen[0], "operation")?;
+                operation = optional_string(r, "`request.operation` to be a string")?;
+            }
+            "object" => {
+                first_time(r, &mut seen[1], "object")?;
+                if optional_object(r, "`request.object` to be a JSON object or null")? {
+                    object = Some(read_object(r)?);
                 }
             }
-        }
-        Ok(value)
-    }
-}
-
-macro_rules! deserialize_fields {
-    ($($name:ident),*) => {$(
-        impl<'de: 'a, 'a> Deserialize<'de> for $name<'a> {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                d.deserialize_map(FieldsVisitor(std::marker::PhantomData))
-            }
-        }
-    )*};
-}
-
-deserialize_fields!(WirePayload, WireRequest, WireObject, WireMetadata);
-
-#[derive(Default)]
-struct WirePayload<'a> {
-    request: Option<WireRequest<'a>>,
-    settings: Option<&'a RawValue>,
-}
-
-impl<'a> Fields<'a> for WirePayload<'a> {
-    const EXPECTING: &'static str = "a JSON object with `request` and `settings`";
-    const NAMES: &'static [&'static str] = &["request", "settings"];
-    fn read<'de: 'a, M: MapAccess<'de>>(
-        &mut self,
-        field: usize,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        match field {
-            0 => self.request = Some(map.next_value()?),
-            _ => self.settings = map.next_value()?,
+            _ => r.skip_value()?,
         }
         Ok(())
-    }
+    })?;
+    Ok((operation, object))
 }
 
-#[derive(Default)]
-struct WireRequest<'a> {
-    operation: Option<Text<'a>>,
-    object: Option<WireObject<'a>>,
-}
-
-impl<'a> Fields<'a> for WireRequest<'a> {
-    const EXPECTING: &'static str = "`request` to be an AdmissionRequest object";
-    const NAMES: &'static [&'static str] = &["operation", "object"];
-    fn read<'de: 'a, M: MapAccess<'de>>(
-        &mut self,
-        field: usize,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        match field {
-            0 => self.operation = map.next_value()?,
-            _ => self.object = map.next_value()?,
-        }
-        Ok(())
-    }
-}
-
-#[derive(Default)]
-struct WireObject<'a> {
-    kind: Option<Text<'a>>,
-    metadata: Option<WireMetadata<'a>>,
-}
-
-impl<'a> Fields<'a> for WireObject<'a> {
-    const EXPECTING: &'static str = "`request.object` to be a JSON object or null";
-    const NAMES: &'static [&'static str] = &["kind", "metadata"];
-    fn read<'de: 'a, M: MapAccess<'de>>(
-        &mut self,
-        field: usize,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        match field {
-            0 => self.kind = map.next_value()?,
-            _ => self.metadata = map.next_value()?,
-        }
-        Ok(())
-    }
-}
-
-#[derive(Default)]
-struct WireMetadata<'a> {
-    name: Option<Text<'a>>,
-    namespace: Option<Text<'a>>,
-    annotations: Option<AnnotationKeys<'a>>,
-}
-
-impl<'a> Fields<'a> for WireMetadata<'a> {
-    const EXPECTING: &'static str = "`request.object.metadata` to be a JSON object or null";
-    const NAMES: &'static [&'static str] = &["name", "namespace", "annotations"];
-    fn read<'de: 'a, M: MapAccess<'de>>(
-        &mut self,
-        field: usize,
-        map: &mut M,
-    ) -> Result<(), M::Error> {
-        match field {
-            0 => self.name = map.next_value()?,
-            1 => self.namespace = map.next_value()?,
-            _ => self.annotations = map.next_value()?,
-        }
-        Ok(())
-    }
-}
-
-/// A string that borrows from the payload when it holds no escape.
-struct Text<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct TextVisitor<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for TextVisitor<'a> {
-            type Value = Text<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
+fn read_object<'a>(r: &mut Reader<'a>) -> json::Result<Object<'a>> {
+    let mut object = Object::default();
+    let mut seen = [false; 2];
+    r.object(|r, key| {
+        match &*key {
+            "kind" => {
+                first_time(r, &mut seen[0], "kind")?;
+                object.kind = optional_string(r, "`request.object.kind` to be a string")?;
             }
-            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Text<'a>, E> {
-                Ok(Text(Cow::Borrowed(s)))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Text<'a>, E> {
-                Ok(Text(Cow::Owned(s.to_owned())))
-            }
-        }
-        d.deserialize_str(TextVisitor(std::marker::PhantomData))
-    }
-}
-
-/// The keys of the annotations map; the values are never inspected.
-struct AnnotationKeys<'a>(Vec<Cow<'a, str>>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for AnnotationKeys<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct KeysVisitor<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for KeysVisitor<'a> {
-            type Value = AnnotationKeys<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("`metadata.annotations` to be a JSON object or null")
-            }
-            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
-                let mut keys = Vec::with_capacity(map.size_hint().unwrap_or(0));
-                while let Some(Text(key)) = map.next_key()? {
-                    map.next_value::<IgnoredAny>()?;
-                    keys.push(key);
+            "metadata" => {
+                first_time(r, &mut seen[1], "metadata")?;
+                let what = "`request.object.metadata` to be a JSON object or null";
+                if optional_object(r, what)? {
+                    read_metadata(r, &mut object)?;
                 }
-                Ok(AnnotationKeys(keys))
             }
+            _ => r.skip_value()?,
         }
-        d.deserialize_map(KeysVisitor(std::marker::PhantomData))
+        Ok(())
+    })?;
+    Ok(object)
+}
+
+fn read_metadata<'a>(r: &mut Reader<'a>, object: &mut Object<'a>) -> json::Result<()> {
+    let mut seen = [false; 3];
+    r.object(|r, key| {
+        match &*key {
+            "name" => {
+                first_time(r, &mut seen[0], "name")?;
+                object.name = optional_string(r, "`metadata.name` to be a string")?;
+            }
+            "namespace" => {
+                first_time(r, &mut seen[1], "namespace")?;
+                object.namespace = optional_string(r, "`metadata.namespace` to be a string")?;
+            }
+            "annotations" => {
+                first_time(r, &mut seen[2], "annotations")?;
+                // A repeated field is an error, so only one map is ever read.
+                let what = "`metadata.annotations` to be a JSON object or null";
+                if optional_object(r, what)? {
+                    r.object(|r, key| {
+                        object.annotation_keys.push(key);
+                        r.skip_value()
+                    })?;
+                }
+            }
+            _ => r.skip_value()?,
+        }
+        Ok(())
+    })
+}
+
+fn first_time(r: &mut Reader, seen: &mut bool, field: &'static str) -> json::Result<()> {
+    if std::mem::replace(seen, true) {
+        return r.fail(format!("duplicate field `{field}`"));
+    }
+    Ok(())
+}
+
+fn expect_object(r: &mut Reader, what: &str) -> json::Result<()> {
+    match r.peek() {
+        Some(b'{') => Ok(()),
+        _ => r.unexpected(what),
+    }
+}
+
+/// `true` when an object starts here, `false` after consuming `null`.
+fn optional_object(r: &mut Reader, what: &str) -> json::Result<bool> {
+    match r.peek() {
+        Some(b'{') => Ok(true),
+        Some(b'n') => r.null().map(|_| false),
+        _ => r.unexpected(what),
+    }
+}
+
+fn optional_string<'a>(r: &mut Reader<'a>, what: &str) -> json::Result<Option<Cow<'a, str>>> {
+    match r.peek() {
+        Some(b'"') => r.string().map(Some),
+        Some(b'n') => r.null().map(|_| None),
+        _ => r.unexpected(what),
     }
 }
 
@@ -364,9 +293,30 @@ mod tests {
     #[test]
     fn malformed_requests_say_what_is_wrong() {
         let cases = [
-            ("", "EOF"),
-            ("not json", "expected"),
-            ("[]", "a JSON object with `request` and `settings`"),
+            ("", "found the end of the input"),
+            ("not json", "found an invalid character"),
+            ("null", "found null"),
+            (
+                "[]",
+                "a JSON object with `request` and `settings`, found an array",
+            ),
+            (
+                r#"{"request":{"operation":5}}"#,
+                "`request.operation` to be a string, found a number",
+            ),
+            (
+                r#"{"request":{"object":{"kind":[]}}}"#,
+                "`request.object.kind` to be a string",
+            ),
+            (
+                r#"{"request":{"object":{"metadata":{"name":{}}}}}"#,
+                "`metadata.name` to be a string",
+            ),
+            (
+                r#"{"request":{},"settings":1,"settings":2}"#,
+                "duplicate field `settings`",
+            ),
+            (r#"{"request":{},"settings":"\xff"}"#, "invalid escape"),
             (r#"{"settings":{}}"#, "missing field `request`"),
             (
                 r#"{"request":null}"#,
@@ -390,7 +340,7 @@ mod tests {
             ),
             (
                 r#"{"request":{"object":{"metadata":{"annotations":{"a":}}}}}"#,
-                "expected value",
+                "expected a value",
             ),
             (
                 r#"{"request":{"object":{"metadata":{},"metadata":{}}}}"#,
@@ -405,7 +355,10 @@ mod tests {
                 r#"{"request":{},"request":{}}"#,
                 "duplicate field `request`",
             ),
-            (r#"{"request":{"object":{"spec":[1,]}}}"#, "expected value"),
+            (
+                r#"{"request":{"object":{"spec":[1,]}}}"#,
+                "expected a value",
+            ),
         ];
         for (payload, fragment) in cases {
             let error = decode(payload.as_bytes()).unwrap_err();

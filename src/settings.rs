@@ -2,6 +2,7 @@
 //! (`criteria` and `values`), parsed strictly so that a typo never turns into
 //! a silently misconfigured cluster.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fmt::{self, Write as _};
 
@@ -139,9 +140,52 @@ impl Settings {
     }
 }
 
+/// policy-server sends the same settings with every `validate` call: they
+/// are parsed and validated once, and again only when their bytes change.
+pub fn with_cached<R>(json: &[u8], f: impl FnOnce(Result<&Settings, &str>) -> R) -> R {
+    type Cached = Option<(Vec<u8>, Result<Settings, String>)>;
+    thread_local! {
+        static LAST: RefCell<Cached> = const { RefCell::new(None) };
+    }
+    LAST.with_borrow_mut(|last| {
+        let parsed = match last {
+            Some((raw, parsed)) if raw.as_slice() == json => parsed,
+            _ => &mut last.insert((json.to_vec(), Settings::from_json(json))).1,
+        };
+        f(parsed.as_ref().map_err(String::as_str))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cache_follows_the_bytes() {
+        let a = br#"{"criteria":"containsAnyOf","values":["a"]}"#;
+        let b = br#"{"criteria":"containsAnyOf","values":[]}"#;
+        let c = br#"{"criteria":"containsAllOf","values":["c", "a"]}"#;
+        let values = |json: &[u8]| {
+            with_cached(json, |s| {
+                s.map(|s| (s.criterion, s.values.clone()))
+                    .map_err(str::to_owned)
+            })
+        };
+        for _ in 0..2 {
+            assert_eq!(
+                values(a),
+                Ok((Criterion::ContainsAnyOf, vec!["a".to_string()]))
+            );
+            assert!(values(b).unwrap_err().contains("`values` is empty"));
+            assert_eq!(
+                values(c),
+                Ok((
+                    Criterion::ContainsAllOf,
+                    vec!["a".to_string(), "c".to_string()]
+                ))
+            );
+        }
+    }
 
     fn parse(json: &str) -> Result<Settings, String> {
         Settings::from_json(json.as_bytes())

@@ -1,0 +1,96 @@
+//! The answers to `validate` and `validate_settings`, written directly: they
+//! are a few bytes of JSON, and serialising the SDK's structs would pull
+//! `serde_json::Value` and a `HashMap` into the module for fields that are
+//! always absent. Fields left out read as `None` on the host side.
+
+/// `{"accepted":true}`
+pub fn accept() -> Vec<u8> {
+    br#"{"accepted":true}"#.to_vec()
+}
+
+/// `{"accepted":false,"message":...}`
+pub fn reject(message: &str) -> Vec<u8> {
+    with_message(br#"{"accepted":false,"message":"#, message)
+}
+
+/// `{"valid":true}`
+pub fn settings_valid() -> Vec<u8> {
+    br#"{"valid":true}"#.to_vec()
+}
+
+/// `{"valid":false,"message":...}`
+pub fn settings_invalid(message: &str) -> Vec<u8> {
+    with_message(br#"{"valid":false,"message":"#, message)
+}
+
+fn with_message(head: &[u8], message: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(head.len() + message.len() + 3);
+    out.extend_from_slice(head);
+    push_json_string(&mut out, message);
+    out.push(b'}');
+    out
+}
+
+/// Appends `text` as a JSON string literal.
+fn push_json_string(out: &mut Vec<u8>, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    let mut plain = 0;
+    for (i, &b) in text.as_bytes().iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0..=0x1f => &[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 15)],
+            ],
+            _ => continue,
+        };
+        out.extend_from_slice(&text.as_bytes()[plain..i]);
+        out.extend_from_slice(escape);
+        plain = i + 1;
+    }
+    out.extend_from_slice(&text.as_bytes()[plain..]);
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubewarden_policy_sdk::response::ValidationResponse;
+    use kubewarden_policy_sdk::settings::SettingsValidationResponse;
+    use proptest::prelude::*;
+
+    #[test]
+    fn answers_read_back_as_the_sdk_types() {
+        let accepted: ValidationResponse = serde_json::from_slice(&accept()).unwrap();
+        assert!(accepted.accepted && accepted.message.is_none() && accepted.code.is_none());
+        let rejected: ValidationResponse = serde_json::from_slice(&reject("no")).unwrap();
+        assert!(!rejected.accepted);
+        assert_eq!(rejected.message.as_deref(), Some("no"));
+        let valid: SettingsValidationResponse = serde_json::from_slice(&settings_valid()).unwrap();
+        assert!(valid.valid && valid.message.is_none());
+        let invalid: SettingsValidationResponse =
+            serde_json::from_slice(&settings_invalid("bad")).unwrap();
+        assert!(!invalid.valid);
+        assert_eq!(invalid.message.as_deref(), Some("bad"));
+    }
+
+    proptest! {
+        #[test]
+        fn any_message_round_trips(message in any::<String>()) {
+            let rejected: ValidationResponse = serde_json::from_slice(&reject(&message)).unwrap();
+            prop_assert_eq!(rejected.message, Some(message.clone()));
+            let invalid: SettingsValidationResponse =
+                serde_json::from_slice(&settings_invalid(&message)).unwrap();
+            prop_assert_eq!(invalid.message, Some(message));
+        }
+    }
+}
