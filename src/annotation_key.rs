@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use crate::message::Quoted;
+
 const MAX_NAME_LENGTH: usize = 63;
 const MAX_PREFIX_LENGTH: usize = 253;
 
@@ -36,7 +38,8 @@ impl fmt::Display for KeyError {
             }
             KeyError::NameBadCharacter(c) => write!(
                 f,
-                "the name part holds {c:?}, but only letters, digits, '-', '_' and '.' are allowed"
+                "the name part holds {}, but only letters, digits, '-', '_' and '.' are allowed",
+                Quoted(c.encode_utf8(&mut [0; 4]))
             ),
             KeyError::EmptyPrefix => f.write_str("the prefix before '/' is empty"),
             KeyError::PrefixTooLong(len) => write!(
@@ -119,14 +122,18 @@ fn is_lower_alphanumeric(b: u8) -> bool {
     b.is_ascii_lowercase() || b.is_ascii_digit()
 }
 
-/// Go's `strings.ToLower`: one character for one character (its simple case
-/// mapping). Rust's `to_lowercase` differs only where the full mapping has
-/// more than one character, and the one such character is U+0130.
+/// Go's `strings.ToLower`, as far as it decides validity: only two non-ASCII
+/// characters lower-case to ASCII (U+212A KELVIN SIGN to `k`, U+0130 to `i`);
+/// any other non-ASCII character makes the key invalid however it is cased,
+/// so it is left as it is rather than pulling Unicode's case tables into the
+/// module. (Go would measure such a key's length after lower-casing: the key
+/// is invalid either way, only the reason given may differ.)
 fn go_lowercase(key: &str) -> String {
     key.chars()
         .map(|c| match c {
+            '\u{212A}' => 'k',
             '\u{130}' => 'i',
-            c => c.to_lowercase().next().unwrap_or(c),
+            c => c.to_ascii_lowercase(),
         })
         .collect()
 }
@@ -222,7 +229,11 @@ mod tests {
     #[test]
     fn errors_read_as_sentences() {
         assert!(KeyError::NameTooLong(64).to_string().contains("64"));
-        assert!(KeyError::NameBadCharacter(' ').to_string().contains("' '"));
+        assert!(
+            KeyError::NameBadCharacter(' ')
+                .to_string()
+                .contains("holds \" \",")
+        );
         assert!(KeyError::EmptyPrefix.to_string().contains("prefix"));
     }
 }

@@ -87,6 +87,10 @@ impl<'a> Reader<'a> {
             }
             Some(b'n') if rest.starts_with(b"null") => "null",
             Some(b'-' | b'0'..=b'9') => "a number",
+            Some(b']') => "`]`",
+            Some(b'}') => "`}`",
+            Some(b',') => "`,`",
+            Some(b':') => "`:`",
             Some(_) => "an invalid character",
         }
     }
@@ -150,6 +154,29 @@ impl<'a> Reader<'a> {
             let key = self.string()?;
             self.colon()?;
             member(self, key)?;
+        }
+    }
+
+    /// Reads an array element by element; `item` must consume each one.
+    /// The caller has checked that an array starts here.
+    pub fn array(&mut self, mut item: impl FnMut(&mut Self) -> Result<()>) -> Result<()> {
+        debug_assert_eq!(self.peek(), Some(b'['));
+        self.pos += 1;
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            item(self)?;
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                Some(_) => return self.error("expected `,` or `]` after an array element"),
+                None => return self.error("unexpected end of input in an array"),
+            }
         }
     }
 

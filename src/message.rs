@@ -25,11 +25,49 @@ impl fmt::Display for Subject<'_> {
         }
         if let Some(name) = name {
             match namespace {
-                Some(namespace) => write!(f, " {:?}", format!("{namespace}/{name}"))?,
-                None => write!(f, " {name:?}")?,
+                Some(namespace) => write!(f, " \"{}/{}\"", Escaped(namespace), Escaped(name))?,
+                None => write!(f, " {}", Quoted(name))?,
             }
         }
         Ok(())
+    }
+}
+
+/// Text in double quotes, escaped as in JSON so that any key reads back
+/// unambiguously. (Rust's `{:?}` would do, but pulls Unicode tables into
+/// the module.)
+pub struct Quoted<'a>(pub &'a str);
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{}\"", Escaped(self.0))
+    }
+}
+
+struct Escaped<'a>(&'a str);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut plain = 0;
+        for (i, b) in self.0.bytes().enumerate() {
+            let escape = match b {
+                b'"' => "\\\"",
+                b'\\' => "\\\\",
+                b'\n' => "\\n",
+                b'\r' => "\\r",
+                b'\t' => "\\t",
+                0..=0x1f | 0x7f => "",
+                _ => continue,
+            };
+            f.write_str(&self.0[plain..i])?;
+            if escape.is_empty() {
+                write!(f, "\\u{b:04x}")?;
+            } else {
+                f.write_str(escape)?;
+            }
+            plain = i + 1;
+        }
+        f.write_str(&self.0[plain..])
     }
 }
 
@@ -43,7 +81,7 @@ impl<T: AsRef<str>> fmt::Display for List<'_, T> {
             if i > 0 {
                 f.write_str(", ")?;
             }
-            write!(f, "{:?}", name.as_ref())?;
+            write!(f, "{}", Quoted(name.as_ref()))?;
         }
         Ok(())
     }

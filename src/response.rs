@@ -3,6 +3,8 @@
 //! `serde_json::Value` and a `HashMap` into the module for fields that are
 //! always absent. Fields left out read as `None` on the host side.
 
+use crate::message::Quoted;
+
 /// `{"accepted":true}`
 pub fn accept() -> Vec<u8> {
     br#"{"accepted":true}"#.to_vec()
@@ -23,42 +25,13 @@ pub fn settings_invalid(message: &str) -> Vec<u8> {
     with_message(br#"{"valid":false,"message":"#, message)
 }
 
+/// `message` is quoted the way messages are everywhere: JSON's escapes.
 fn with_message(head: &[u8], message: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(head.len() + message.len() + 3);
     out.extend_from_slice(head);
-    push_json_string(&mut out, message);
+    out.extend_from_slice(Quoted(message).to_string().as_bytes());
     out.push(b'}');
     out
-}
-
-/// Appends `text` as a JSON string literal.
-fn push_json_string(out: &mut Vec<u8>, text: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push(b'"');
-    let mut plain = 0;
-    for (i, &b) in text.as_bytes().iter().enumerate() {
-        let escape: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0..=0x1f => &[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[usize::from(b >> 4)],
-                HEX[usize::from(b & 15)],
-            ],
-            _ => continue,
-        };
-        out.extend_from_slice(&text.as_bytes()[plain..i]);
-        out.extend_from_slice(escape);
-        plain = i + 1;
-    }
-    out.extend_from_slice(&text.as_bytes()[plain..]);
-    out.push(b'"');
 }
 
 #[cfg(test)]

@@ -4,13 +4,12 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::fmt::{self, Write as _};
-
-use serde::Deserialize;
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use std::fmt::Write as _;
 
 use crate::annotation_key;
 use crate::criterion::Criterion;
+use crate::json::{self, Reader};
+use crate::message::Quoted;
 
 /// Settings that passed validation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,64 +29,63 @@ struct RawSettings {
     values: Option<Vec<String>>,
 }
 
-impl<'de> Deserialize<'de> for RawSettings {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(RawSettingsVisitor)
+/// Only an object is taken, and an unknown field is an error: a typo such as
+/// `valuess` must not leave the policy silently misconfigured.
+fn read_raw(r: &mut Reader) -> json::Result<RawSettings> {
+    if r.peek() != Some(b'{') {
+        return r.unexpected("an object with `criteria` and `values`");
     }
-}
-
-struct RawSettingsVisitor;
-
-impl<'de> Visitor<'de> for RawSettingsVisitor {
-    type Value = RawSettings;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an object with `criteria` and `values`")
-    }
-
-    /// Only an object is taken (derive would also take a list of the
-    /// fields), and an unknown field is an error: a typo such as `valuess`
-    /// must not leave the policy silently misconfigured.
-    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<RawSettings, M::Error> {
-        let mut raw = RawSettings::default();
-        let (mut seen_criteria, mut seen_values) = (false, false);
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "criteria" if seen_criteria => return Err(de::Error::duplicate_field("criteria")),
-                "values" if seen_values => return Err(de::Error::duplicate_field("values")),
-                "criteria" => {
-                    seen_criteria = true;
-                    raw.criteria = map.next_value::<Option<String>>().map_err(|e| {
-                        de::Error::custom(format_args!("`criteria` must be a string: {e}"))
-                    })?;
-                }
-                "values" => {
-                    seen_values = true;
-                    raw.values = map.next_value::<Option<Vec<String>>>().map_err(|e| {
-                        de::Error::custom(format_args!(
-                            "`values` must be a list of annotation names: {e}"
-                        ))
-                    })?;
-                }
-                other => return Err(de::Error::unknown_field(other, &["criteria", "values"])),
+    let mut raw = RawSettings::default();
+    let (mut seen_criteria, mut seen_values) = (false, false);
+    r.object(|r, key| {
+        match &*key {
+            "criteria" if seen_criteria => return r.fail("duplicate field `criteria`"),
+            "values" if seen_values => return r.fail("duplicate field `values`"),
+            "criteria" => {
+                seen_criteria = true;
+                raw.criteria = match r.peek() {
+                    Some(b'"') => Some(r.string()?.into_owned()),
+                    Some(b'n') if r.null()? => None,
+                    _ => return r.unexpected("`criteria` to be a string"),
+                };
+            }
+            "values" => {
+                seen_values = true;
+                raw.values = match r.peek() {
+                    Some(b'[') => {
+                        let mut values = Vec::new();
+                        r.array(|r| {
+                            if r.peek() != Some(b'"') {
+                                return r.unexpected(
+                                    "each of `values` to be an annotation name (a string)",
+                                );
+                            }
+                            values.push(r.string()?.into_owned());
+                            Ok(())
+                        })?;
+                        Some(values)
+                    }
+                    Some(b'n') if r.null()? => None,
+                    _ => return r.unexpected("`values` to be a list of annotation names"),
+                };
+            }
+            other => {
+                return r.fail(format!(
+                    "unknown field `{other}`, expected `criteria` or `values`"
+                ));
             }
         }
-        Ok(raw)
-    }
+        Ok(())
+    })?;
+    r.end()?;
+    Ok(raw)
 }
 
 impl Settings {
     /// Parses and validates the JSON settings; the error is the message shown
     /// to the user.
     pub fn from_json(json: &[u8]) -> Result<Settings, String> {
-        let mut de = serde_json::Deserializer::from_slice(json);
-        let raw = Option::<RawSettings>::deserialize(&mut de)
-            .and_then(|raw| de.end().map(|()| raw))
-            .map_err(|e| format!("invalid settings: {e}"))?;
-        let raw = raw.ok_or_else(|| {
-            "invalid settings: expected an object with `criteria` and `values`, got null"
-                .to_string()
-        })?;
+        let raw = read_raw(&mut Reader::new(json)).map_err(|e| format!("invalid settings: {e}"))?;
         Settings::validate(raw)
     }
 
@@ -111,7 +109,8 @@ impl Settings {
         let criterion = Criterion::from_name(&criteria).ok_or_else(|| {
             let accepted: Vec<&str> = Criterion::ALL.iter().map(|c| c.name()).collect();
             format!(
-                "invalid settings: unknown criteria {criteria:?}; use one of: {}",
+                "invalid settings: unknown criteria {}; use one of: {}",
+                Quoted(&criteria),
                 accepted.join(", ")
             )
         })?;
@@ -125,7 +124,7 @@ impl Settings {
         for value in &values {
             if let Err(reason) = annotation_key::check(value) {
                 let separator = if invalid.is_empty() { "" } else { "; " };
-                let _ = write!(invalid, "{separator}{value:?}: {reason}");
+                let _ = write!(invalid, "{separator}{}: {reason}", Quoted(value));
             }
         }
         if !invalid.is_empty() {
@@ -213,21 +212,21 @@ mod tests {
     #[test]
     fn every_error_names_what_to_fix() {
         let cases: &[(&str, &[&str])] = &[
-            ("", &["invalid settings", "EOF"]),
-            ("{", &["invalid settings", "EOF"]),
+            ("", &["invalid settings", "found the end of the input"]),
+            ("{", &["invalid settings", "end of input"]),
+            ("\"x\"", &["invalid settings", "found a string"]),
             ("not json", &["invalid settings", "expected"]),
             (
                 r#"{"criteria":"containsAnyOf","values":["a"]} x"#,
                 &["trailing"],
             ),
-            ("null", &["expected an object", "null"]),
+            (
+                "null",
+                &["expected an object with `criteria` and `values`, found null"],
+            ),
             (
                 "[]",
-                &[
-                    "invalid settings",
-                    "sequence",
-                    "an object with `criteria` and `values`",
-                ],
+                &["expected an object with `criteria` and `values`, found an array"],
             ),
             (
                 r#"{"criteria":"containsAnyOf","values":["a"],"criteria":"containsAllOf"}"#,
@@ -249,18 +248,23 @@ mod tests {
             ),
             (
                 r#"{"criteria":1,"values":["a"]}"#,
-                &["`criteria` must be a string"],
+                &["`criteria` to be a string, found a number"],
             ),
             (
                 r#"{"criteria":"containsAnyOf","values":"a"}"#,
-                &[
-                    "`values` must be a list of annotation names",
-                    "string \"a\"",
-                ],
+                &["`values` to be a list of annotation names, found a string"],
             ),
             (
                 r#"{"criteria":"containsAnyOf","values":["a",1]}"#,
-                &["`values` must be a list of annotation names", "integer `1`"],
+                &["each of `values` to be an annotation name (a string), found a number"],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":["a",]}"#,
+                &["each of `values` to be an annotation name", "found `]`"],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":["a" "b"]}"#,
+                &["expected `,` or `]`"],
             ),
             (
                 r#"{"criteria":"containsAnyOf","values":[]}"#,
