@@ -33,6 +33,20 @@ BENCH_MODULES ?= policy.wasm
 bench: policy.wasm
 	cargo run -q -p policy-host --bin policy-bench -- $(BENCH_MODULES)
 
+# A short run of every fuzz target (FUZZ_SECONDS each), so that they keep
+# building and the obvious finds are caught; cargo fuzz needs nightly.
+FUZZ_TARGETS := validate settings structured differential
+FUZZ_SECONDS ?= 30
+.PHONY: fuzz
+fuzz:
+	@if ! rustup toolchain list | grep -q '^nightly'; then \
+	  echo "fuzz: skipped, no nightly toolchain here (cargo fuzz needs one)"; exit 0; \
+	fi; \
+	command -v cargo-fuzz >/dev/null 2>&1 || cargo install --locked cargo-fuzz; \
+	./fuzz/seed.sh && cd fuzz && for target in $(FUZZ_TARGETS); do \
+	  cargo +nightly fuzz run $$target -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
+	done
+
 .PHONY: fmt
 fmt:
 	cargo fmt --all -- --check

@@ -107,6 +107,38 @@ mod tests {
         assert!(error.contains("invalid settings"), "{error}");
     }
 
+    proptest::proptest! {
+        /// Through the whole decision: random keys (any text, so escapes and
+        /// invalid names too) against random valid values.
+        #[test]
+        fn verdicts_and_messages_follow_the_formulas(
+            criterion in proptest::sample::select(criterion::Criterion::ALL.to_vec()),
+            keys in proptest::collection::btree_set(
+                proptest::prop_oneof!["[abc]", ".{0,6}"], 0..8),
+            values in proptest::collection::btree_set("[abcd]", 1..4),
+        ) {
+            use std::collections::BTreeSet;
+            let annotations: serde_json::Map<String, serde_json::Value> =
+                keys.iter().map(|k| (k.clone(), "v".into())).collect();
+            let payload = serde_json::json!({
+                "settings": {"criteria": criterion.name(), "values": values},
+                "request": {"operation": "UPDATE", "object": {
+                    "kind": "Pod", "metadata": {"name": "p", "annotations": annotations}}}
+            });
+            let verdict = decide(payload.to_string().as_bytes());
+            let (k, v): (BTreeSet<String>, BTreeSet<String>) = (keys, values);
+            if evaluator::oracle::accepts(criterion, &k, &v) {
+                proptest::prop_assert_eq!(verdict, Ok(()));
+            } else {
+                let subject = message::Subject { kind: Some("Pod"), name: Some("p"), namespace: None };
+                let values: Vec<String> = v.iter().cloned().collect();
+                let expected = message::rejection(
+                    &subject, &values, &evaluator::oracle::violation(criterion, &k, &v));
+                proptest::prop_assert_eq!(verdict, Err(expected));
+            }
+        }
+    }
+
     #[test]
     fn malformed_requests_are_rejected_not_panicking() {
         let error = decide(b"\xff\xfe").unwrap_err();

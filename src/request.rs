@@ -370,6 +370,51 @@ mod tests {
         }
     }
 
+    /// A key as JSON text, with the characters picked by `escape` written as
+    /// `\uXXXX` (surrogate pairs beyond the BMP).
+    fn key_json(key: &str, escape: &[bool]) -> String {
+        let mut out = String::from("\"");
+        for (i, c) in key.chars().enumerate() {
+            if escape
+                .get(i % escape.len().max(1))
+                .copied()
+                .unwrap_or(false)
+            {
+                for unit in c.encode_utf16(&mut [0; 2]) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            } else {
+                let quoted = serde_json::to_string(&c.to_string()).unwrap();
+                out.push_str(&quoted[1..quoted.len() - 1]);
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn decoded_keys_are_the_maps_keys(
+            keys in proptest::collection::btree_set(".{0,12}", 0..12),
+            escape in proptest::collection::vec(proptest::bool::ANY, 0..5),
+            spec_depth in 0usize..200,
+        ) {
+            let members: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", key_json(k, &escape), serde_json::to_string(k).unwrap()))
+                .collect();
+            let spec = format!("{}1{}", "[".repeat(spec_depth), "]".repeat(spec_depth));
+            let payload = format!(
+                r#"{{"request":{{"object":{{"spec":{spec},"metadata":{{"annotations":{{{}}}}}}}}}}}"#,
+                members.join(",")
+            );
+            let decoded = decode(payload.as_bytes()).unwrap().object.unwrap();
+            let decoded: std::collections::BTreeSet<String> =
+                decoded.annotation_keys.into_iter().map(Cow::into_owned).collect();
+            proptest::prop_assert_eq!(decoded, keys);
+        }
+    }
+
     #[test]
     fn invalid_utf8_in_a_key_is_malformed() {
         let mut payload = br#"{"request":{"object":{"metadata":{"annotations":{"#.to_vec();

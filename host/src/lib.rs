@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use wapc::WapcHost;
-use wasmtime_provider::WasmtimeEngineProviderBuilder;
 use wasmtime_provider::wasmtime::{Engine, Module};
+use wasmtime_provider::{ResourceLimits, WasmtimeEngineProviderBuilder};
 
 /// Why a call into the guest did not give a usable answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,9 +72,26 @@ impl CompiledPolicy {
 
     /// A fresh instance with its own linear memory, `wapc_init` already run.
     pub fn instantiate(&self) -> Result<Policy, HostError> {
-        let provider = WasmtimeEngineProviderBuilder::new()
+        self.instantiate_with(None)
+    }
+
+    /// An instance whose linear memory may not grow past `max_memory` bytes:
+    /// a guest that needs more fails its allocation, which shows as a trap.
+    pub fn instantiate_limited(&self, max_memory: usize) -> Result<Policy, HostError> {
+        self.instantiate_with(Some(max_memory))
+    }
+
+    fn instantiate_with(&self, max_memory: Option<usize>) -> Result<Policy, HostError> {
+        let mut builder = WasmtimeEngineProviderBuilder::new()
             .engine(self.engine.clone())
-            .module(self.module.clone())
+            .module(self.module.clone());
+        if let Some(max) = max_memory {
+            builder = builder.enable_resource_limits(ResourceLimits {
+                max_memory_size: Some(max),
+                max_table_elements: None,
+            });
+        }
+        let provider = builder
             .build()
             .map_err(|e| HostError::Load(e.to_string()))?;
         let host = WapcHost::new(Box::new(provider), Some(Box::new(host_callback)))

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Seeds the fuzz corpora from test_data/ and a few settings; idempotent.
+set -euo pipefail
+cd "$(dirname "$0")"
+mkdir -p corpus/validate corpus/differential corpus/settings corpus/structured
+settings=(
+  '{"criteria":"containsAnyOf","values":["owner","example.com/application"]}'
+  '{"criteria":"DoesNotContainOtherThan","values":["Example.com/Owner"]}'
+  '{"criteria":"containsAllOf","values":[]}'
+  '{"criteria":"bogus","values":["a/b/c","-x"],"valuess":1}'
+)
+i=0
+for s in "${settings[@]}"; do
+  printf '%s' "$s" > "corpus/settings/seed-$i.json"
+  i=$((i + 1))
+done
+for request in ../test_data/*.json; do
+  name=$(basename "$request" .json)
+  for target in validate differential; do
+    printf '{"request":%s,"settings":%s}' "$(cat "$request")" "${settings[0]}" > "corpus/$target/seed-$name.json"
+  done
+done
