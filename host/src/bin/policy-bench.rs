@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use policy_host::{CompiledPolicy, Policy, validate_payload};
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: policy-bench [--rounds N] [--settings JSON] <module.wasm>...";
+const USAGE: &str =
+    "usage: policy-bench [--rounds N] [--settings JSON] [--write-payloads DIR] <module.wasm>...";
 
 /// Settings every module gets; any policy with this settings format can run.
 const DEFAULT_SETTINGS: &str =
@@ -43,6 +44,7 @@ fn run() -> Result<(), String> {
     let mut rounds = 15;
     let mut settings = DEFAULT_SETTINGS.to_string();
     let mut paths = Vec::new();
+    let mut write_to = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -54,14 +56,26 @@ fn run() -> Result<(), String> {
                     .ok_or(USAGE)?
             }
             "--settings" => settings = args.next().ok_or(USAGE)?,
+            "--write-payloads" => write_to = Some(PathBuf::from(args.next().ok_or(USAGE)?)),
             "-h" | "--help" => return Err(USAGE.to_string()),
             path => paths.push(PathBuf::from(path)),
         }
     }
-    if paths.is_empty() {
+    let cases = cases(settings.as_bytes());
+    if paths.is_empty() && write_to.is_none() {
         return Err(USAGE.to_string());
     }
-    let cases = cases(settings.as_bytes());
+    if let Some(dir) = write_to {
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for (i, case) in cases.iter().enumerate() {
+            let path = dir.join(format!("payload-{i}.json"));
+            std::fs::write(&path, &case.payload).map_err(|e| format!("{}: {e}", path.display()))?;
+            println!("{}: {}", path.display(), case.name);
+        }
+    }
+    if paths.is_empty() {
+        return Ok(());
+    }
     let mut modules = Vec::new();
     for path in paths {
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
