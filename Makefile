@@ -60,7 +60,9 @@ lint:
 .PHONY: test
 test: fmt lint policy.wasm
 	cargo test --workspace
-	$(MAKE) e2e-tests
+	@# cargo test has just built target/debug/policy-runner with the
+	@# workspace's features; `make runner` alone would rebuild wasmtime.
+	bats e2e.bats
 
 # Uses kwctl where it is installed, the project's runner otherwise.
 .PHONY: e2e-tests
