@@ -27,11 +27,12 @@ run: policy.wasm runner
 	$(RUNNER) run policy.wasm -r test_data/ingress.json --settings-json '$(SAMPLE_SETTINGS)'
 
 # Side-by-side benchmark; compare other builds with
-#   make bench BENCH_MODULES="policy.wasm other.wasm"
+#   make bench BENCH_MODULES="policy.wasm other.wasm" BENCH_ARGS="--rounds 31"
 BENCH_MODULES ?= policy.wasm
+BENCH_ARGS ?=
 .PHONY: bench
 bench: policy.wasm
-	cargo run -q -p policy-host --bin policy-bench -- $(BENCH_MODULES)
+	cargo run -q -p policy-host --bin policy-bench -- $(BENCH_ARGS) $(BENCH_MODULES)
 
 # A short run of every fuzz target (FUZZ_SECONDS each), so that they keep
 # building and the obvious finds are caught; cargo fuzz needs nightly.
