@@ -64,6 +64,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next byte that is not white space, not consumed.
+    #[inline(always)]
     pub fn peek(&mut self) -> Option<u8> {
         while let Some(&b) = self.input.get(self.pos) {
             if !matches!(b, b' ' | b'\n' | b'\t' | b'\r') {
@@ -113,6 +114,7 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline(always)]
     fn literal(&mut self, word: &'static [u8]) -> Result<()> {
         for &expected in word {
             match self.input.get(self.pos) {
@@ -180,6 +182,7 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline(always)]
     fn colon(&mut self) -> Result<()> {
         match self.peek() {
             Some(b':') => {
@@ -283,6 +286,7 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    #[inline(always)]
     fn hex4(&mut self) -> Result<u16> {
         let Some(digits) = self.input.get(self.pos..self.pos + 4) else {
             self.pos = self.input.len();
@@ -303,7 +307,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Advances to the next `"`, `\` or control character (or the end).
-    #[inline]
+    #[inline(always)]
     fn skip_plain(&mut self) {
         let rest = &self.input[self.pos..];
         let mut chunks = rest.chunks_exact(8);
@@ -334,6 +338,7 @@ impl<'a> Reader<'a> {
 
     /// Skips a string the way serde_json ignores one: escapes are checked
     /// for form only, and the bytes are not checked for UTF-8.
+    #[inline(always)]
     fn skip_string(&mut self) -> Result<()> {
         self.pos += 1;
         loop {
@@ -363,6 +368,7 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline(always)]
     fn skip_number(&mut self) -> Result<()> {
         let digits = |r: &mut Self| {
             let start = r.pos;
@@ -404,8 +410,21 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// Skips one value of any kind and depth.
+    /// Skips one value of any kind and depth. Works on a local copy of the
+    /// reader so that the position can live in a register.
     pub fn skip_value(&mut self) -> Result<()> {
+        let mut local = Reader {
+            input: self.input,
+            pos: self.pos,
+            frames: std::mem::take(&mut self.frames),
+        };
+        let result = local.skip_value_here();
+        self.pos = local.pos;
+        self.frames = local.frames;
+        result
+    }
+
+    fn skip_value_here(&mut self) -> Result<()> {
         self.frames.clear();
         loop {
             // A value is expected here.
@@ -462,6 +481,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A skipped object's key and its colon.
+    #[inline(always)]
     fn member_key(&mut self) -> Result<()> {
         if self.peek() != Some(b'"') {
             return self.error("expected a string key");
