@@ -3,6 +3,8 @@
 //! `serde_json::Value` and a `HashMap` into the module for fields that are
 //! always absent. Fields left out read as `None` on the host side.
 
+use std::fmt::Write as _;
+
 use crate::message::Quoted;
 
 /// `{"accepted":true}`
@@ -12,7 +14,7 @@ pub fn accept() -> Vec<u8> {
 
 /// `{"accepted":false,"message":...}`
 pub fn reject(message: &str) -> Vec<u8> {
-    with_message(br#"{"accepted":false,"message":"#, message)
+    with_message(r#"{"accepted":false,"message":"#, message)
 }
 
 /// `{"valid":true}`
@@ -22,16 +24,18 @@ pub fn settings_valid() -> Vec<u8> {
 
 /// `{"valid":false,"message":...}`
 pub fn settings_invalid(message: &str) -> Vec<u8> {
-    with_message(br#"{"valid":false,"message":"#, message)
+    with_message(r#"{"valid":false,"message":"#, message)
 }
 
-/// `message` is quoted the way messages are everywhere: JSON's escapes.
-fn with_message(head: &[u8], message: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(head.len() + message.len() + 3);
-    out.extend_from_slice(head);
-    out.extend_from_slice(Quoted(message).to_string().as_bytes());
-    out.push(b'}');
-    out
+/// `message` is quoted the way messages are everywhere: JSON's escapes,
+/// written straight into the answer (a rejection can list thousands of keys).
+fn with_message(head: &str, message: &str) -> Vec<u8> {
+    let mut out = String::with_capacity(head.len() + message.len() + 3);
+    out.push_str(head);
+    // Writing to a String cannot fail.
+    let _ = write!(out, "{}", Quoted(message));
+    out.push('}');
+    out.into_bytes()
 }
 
 #[cfg(test)]
