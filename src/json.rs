@@ -12,6 +12,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+mod skip;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     pub offset: usize,
@@ -29,19 +31,16 @@ pub type Result<T> = std::result::Result<T, Error>;
 pub struct Reader<'a> {
     input: &'a [u8],
     pos: usize,
-    /// Open containers while skipping: `true` for an object.
-    frames: Vec<bool>,
+    /// Room for `skip::value` to keep deep nesting in.
+    spill: Vec<u64>,
 }
-
-const ONES: u64 = u64::MAX / 255;
-const HIGH_BITS: u64 = ONES << 7;
 
 impl<'a> Reader<'a> {
     pub fn new(input: &'a [u8]) -> Reader<'a> {
         Reader {
             input,
             pos: 0,
-            frames: Vec::new(),
+            spill: Vec::new(),
         }
     }
 
@@ -114,16 +113,23 @@ impl<'a> Reader<'a> {
         }
     }
 
-    #[inline(always)]
     fn literal(&mut self, word: &'static [u8]) -> Result<()> {
-        for &expected in word {
-            match self.input.get(self.pos) {
-                Some(&b) if b == expected => self.pos += 1,
-                Some(_) => return self.error("invalid literal"),
-                None => return self.error("unexpected end of input in a literal"),
+        let skipped = skip::literal(self.input, self.pos, word);
+        self.advance(skipped)
+    }
+
+    /// Moves to where a `skip` function ended, or to its error.
+    fn advance(&mut self, skipped: skip::Skip) -> Result<()> {
+        match skipped {
+            Ok(end) => {
+                self.pos = end;
+                Ok(())
+            }
+            Err((offset, reason)) => {
+                self.pos = offset;
+                self.error(reason)
             }
         }
-        Ok(())
     }
 
     /// Reads an object member by member; `member` must consume each value.
@@ -309,185 +315,13 @@ impl<'a> Reader<'a> {
     /// Advances to the next `"`, `\` or control character (or the end).
     #[inline(always)]
     fn skip_plain(&mut self) {
-        let rest = &self.input[self.pos..];
-        let mut chunks = rest.chunks_exact(8);
-        let mut offset = 0;
-        for chunk in &mut chunks {
-            let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
-            // High bit set in each byte that is below 0x20, a quote or a
-            // backslash; the lowest such byte is always a true match.
-            let control = word.wrapping_sub(ONES * 0x20) & !word;
-            let quote = (word ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES)
-                & !(word ^ (ONES * u64::from(b'"')));
-            let backslash = (word ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES)
-                & !(word ^ (ONES * u64::from(b'\\')));
-            let hits = (control | quote | backslash) & HIGH_BITS;
-            if hits != 0 {
-                self.pos += offset + hits.trailing_zeros() as usize / 8;
-                return;
-            }
-            offset += 8;
-        }
-        let tail = chunks.remainder();
-        let found = tail
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-            .unwrap_or(tail.len());
-        self.pos += offset + found;
+        self.pos = skip::plain_end(self.input, self.pos);
     }
 
-    /// Skips a string the way serde_json ignores one: escapes are checked
-    /// for form only, and the bytes are not checked for UTF-8.
-    #[inline(always)]
-    fn skip_string(&mut self) -> Result<()> {
-        self.pos += 1;
-        loop {
-            self.skip_plain();
-            match self.input.get(self.pos) {
-                Some(b'"') => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                Some(b'\\') => {
-                    self.pos += 1;
-                    match self.input.get(self.pos) {
-                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
-                            self.pos += 1
-                        }
-                        Some(b'u') => {
-                            self.pos += 1;
-                            self.hex4()?;
-                        }
-                        Some(_) => return self.error("invalid escape in a string"),
-                        None => return self.error("unexpected end of input in a string"),
-                    }
-                }
-                Some(_) => return self.error("control character in a string"),
-                None => return self.error("unexpected end of input in a string"),
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn skip_number(&mut self) -> Result<()> {
-        let digits = |r: &mut Self| {
-            let start = r.pos;
-            while r.input.get(r.pos).is_some_and(u8::is_ascii_digit) {
-                r.pos += 1;
-            }
-            r.pos - start
-        };
-        if self.input.get(self.pos) == Some(&b'-') {
-            self.pos += 1;
-        }
-        match self.input.get(self.pos) {
-            Some(b'0') => {
-                self.pos += 1;
-                if self.input.get(self.pos).is_some_and(u8::is_ascii_digit) {
-                    return self.error("invalid number: leading zero");
-                }
-            }
-            Some(b'1'..=b'9') => {
-                digits(self);
-            }
-            _ => return self.error("invalid number"),
-        }
-        if self.input.get(self.pos) == Some(&b'.') {
-            self.pos += 1;
-            if digits(self) == 0 {
-                return self.error("invalid number: no digit after `.`");
-            }
-        }
-        if matches!(self.input.get(self.pos), Some(b'e' | b'E')) {
-            self.pos += 1;
-            if matches!(self.input.get(self.pos), Some(b'+' | b'-')) {
-                self.pos += 1;
-            }
-            if digits(self) == 0 {
-                return self.error("invalid number: no digit in the exponent");
-            }
-        }
-        Ok(())
-    }
-
-    /// Skips one value of any kind and depth. Works on a local copy of the
-    /// reader so that the position can live in a register.
+    /// Skips one value of any kind and depth.
     pub fn skip_value(&mut self) -> Result<()> {
-        let mut local = Reader {
-            input: self.input,
-            pos: self.pos,
-            frames: std::mem::take(&mut self.frames),
-        };
-        let result = local.skip_value_here();
-        self.pos = local.pos;
-        self.frames = local.frames;
-        result
-    }
-
-    fn skip_value_here(&mut self) -> Result<()> {
-        self.frames.clear();
-        loop {
-            // A value is expected here.
-            match self.peek() {
-                Some(b'"') => self.skip_string()?,
-                Some(b'-' | b'0'..=b'9') => self.skip_number()?,
-                Some(b'n') => self.literal(b"null")?,
-                Some(b't') => self.literal(b"true")?,
-                Some(b'f') => self.literal(b"false")?,
-                Some(open @ (b'[' | b'{')) => {
-                    self.pos += 1;
-                    let object = open == b'{';
-                    let close = if object { b'}' } else { b']' };
-                    if self.peek() == Some(close) {
-                        self.pos += 1;
-                    } else {
-                        self.frames.push(object);
-                        if object {
-                            self.member_key()?;
-                        }
-                        continue;
-                    }
-                }
-                Some(_) => return self.error("expected a value"),
-                None => return self.error("unexpected end of input where a value was expected"),
-            }
-            // A value has ended: close containers until one goes on.
-            loop {
-                let Some(&object) = self.frames.last() else {
-                    return Ok(());
-                };
-                match self.peek() {
-                    Some(b',') => {
-                        self.pos += 1;
-                        if object {
-                            if self.peek() != Some(b'"') {
-                                return self.error("expected a string key after `,`");
-                            }
-                            self.member_key()?;
-                        }
-                        break;
-                    }
-                    Some(b'}') if object => self.pos += 1,
-                    Some(b']') if !object => self.pos += 1,
-                    Some(_) if object => {
-                        return self.error("expected `,` or `}` after an object member");
-                    }
-                    Some(_) => return self.error("expected `,` or `]` after an array element"),
-                    None => return self.error("unexpected end of input in a container"),
-                }
-                self.frames.pop();
-            }
-        }
-    }
-
-    /// A skipped object's key and its colon.
-    #[inline(always)]
-    fn member_key(&mut self) -> Result<()> {
-        if self.peek() != Some(b'"') {
-            return self.error("expected a string key");
-        }
-        self.skip_string()?;
-        self.colon()
+        let skipped = skip::value(self.input, self.pos, &mut self.spill);
+        self.advance(skipped)
     }
 
     /// Skips one value and returns its text, which must be valid UTF-8.
@@ -654,6 +488,27 @@ mod tests {
         assert_eq!(skip(&input), Ok(()));
         input.pop();
         assert!(skip(&input).is_err());
+    }
+
+    /// The open containers are kept 64 to a word: closers must still match
+    /// their openers on both sides of every word boundary.
+    #[test]
+    fn closers_match_openers_across_the_stack_words() {
+        for depth in [1, 63, 64, 65, 127, 128, 129, 200] {
+            let opener = |i: usize| if i.is_multiple_of(3) { "[" } else { "{\"k\":" };
+            let closer = |i: usize| if i.is_multiple_of(3) { "]" } else { "}" };
+            let mut input: String = (0..depth).map(opener).collect();
+            input.push('0');
+            input.extend((0..depth).rev().map(closer));
+            assert_eq!(skip(input.as_bytes()), Ok(()), "depth {depth}");
+            for wrong in [depth - 1, depth / 2, 0] {
+                // The closer at `wrong` levels from the outside, of the other kind.
+                let at = input.len() - 1 - wrong;
+                let mut bad = input.clone().into_bytes();
+                bad[at] = if bad[at] == b']' { b'}' } else { b']' };
+                assert!(skip(&bad).is_err(), "depth {depth}, closer {wrong}");
+            }
+        }
     }
 
     #[test]

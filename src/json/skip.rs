@@ -1,0 +1,224 @@
+//! Skipping a value: the hot path of every request, since nearly all of an
+//! object is skipped.
+//!
+//! The position is passed by value and the stack of open containers is a
+//! bit set in a register, so that the loop keeps its state out of linear
+//! memory; only nesting deeper than 64 spills words to `spill`. Errors are
+//! `(offset, reason)` pairs, turned into `json::Error` by the caller. The
+//! checks and their messages are those of `Reader`'s reading methods.
+
+pub type Skip = Result<usize, (usize, &'static str)>;
+
+const ONES: u64 = u64::MAX / 255;
+const HIGH_BITS: u64 = ONES << 7;
+
+/// The high bit of each byte of `word` that is a quote, a backslash or a
+/// control character; the lowest one marks the first such byte.
+#[inline(always)]
+pub fn stops(word: u64) -> u64 {
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let backslash = word ^ (ONES * u64::from(b'\\'));
+    let control = word.wrapping_sub(ONES * 0x20) & !word;
+    let quote = quote.wrapping_sub(ONES) & !quote;
+    let backslash = backslash.wrapping_sub(ONES) & !backslash;
+    (control | quote | backslash) & HIGH_BITS
+}
+
+/// The first quote, backslash or control character at or after `pos`, or
+/// the end of the input.
+#[inline(always)]
+pub fn plain_end(input: &[u8], mut pos: usize) -> usize {
+    while let Some(chunk) = input.get(pos..).and_then(<[u8]>::first_chunk::<8>) {
+        let hits = stops(u64::from_le_bytes(*chunk));
+        if hits != 0 {
+            return pos + hits.trailing_zeros() as usize / 8;
+        }
+        pos += 8;
+    }
+    while let Some(&b) = input.get(pos) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            break;
+        }
+        pos += 1;
+    }
+    pos
+}
+
+#[inline(always)]
+fn white(input: &[u8], mut pos: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\t' | b'\r') = input.get(pos) {
+        pos += 1;
+    }
+    pos
+}
+
+/// Skips the rest of a string whose opening quote is before `pos`; escapes
+/// are checked for form only and bytes are not checked for UTF-8, as
+/// serde_json ignores a string.
+#[inline(always)]
+fn string(input: &[u8], mut pos: usize) -> Skip {
+    loop {
+        pos = plain_end(input, pos);
+        match input.get(pos) {
+            Some(b'"') => return Ok(pos + 1),
+            Some(b'\\') => pos = escape(input, pos + 1)?,
+            Some(_) => return Err((pos, "control character in a string")),
+            None => return Err((pos, "unexpected end of input in a string")),
+        }
+    }
+}
+
+/// The escape after a backslash.
+#[inline(always)]
+fn escape(input: &[u8], pos: usize) -> Skip {
+    match input.get(pos) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(pos + 1),
+        Some(b'u') => hex4(input, pos + 1),
+        Some(_) => Err((pos, "invalid escape in a string")),
+        None => Err((pos, "unexpected end of input in a string")),
+    }
+}
+
+pub fn hex4(input: &[u8], pos: usize) -> Skip {
+    match input.get(pos..).and_then(<[u8]>::first_chunk::<4>) {
+        Some(digits) if digits.iter().all(u8::is_ascii_hexdigit) => Ok(pos + 4),
+        Some(_) => Err((pos, "invalid \\u escape")),
+        None => Err((input.len(), "unexpected end of input in a \\u escape")),
+    }
+}
+
+fn digits(input: &[u8], mut pos: usize) -> usize {
+    while input.get(pos).is_some_and(u8::is_ascii_digit) {
+        pos += 1;
+    }
+    pos
+}
+
+fn number(input: &[u8], mut pos: usize) -> Skip {
+    if input.get(pos) == Some(&b'-') {
+        pos += 1;
+    }
+    match input.get(pos) {
+        Some(b'0') => {
+            pos += 1;
+            if input.get(pos).is_some_and(u8::is_ascii_digit) {
+                return Err((pos, "invalid number: leading zero"));
+            }
+        }
+        Some(b'1'..=b'9') => pos = digits(input, pos + 1),
+        _ => return Err((pos, "invalid number")),
+    }
+    if input.get(pos) == Some(&b'.') {
+        let end = digits(input, pos + 1);
+        if end == pos + 1 {
+            return Err((end, "invalid number: no digit after `.`"));
+        }
+        pos = end;
+    }
+    if let Some(b'e' | b'E') = input.get(pos) {
+        pos += 1;
+        if let Some(b'+' | b'-') = input.get(pos) {
+            pos += 1;
+        }
+        let end = digits(input, pos);
+        if end == pos {
+            return Err((end, "invalid number: no digit in the exponent"));
+        }
+        pos = end;
+    }
+    Ok(pos)
+}
+
+pub fn literal(input: &[u8], mut pos: usize, word: &'static [u8]) -> Skip {
+    for &expected in word {
+        match input.get(pos) {
+            Some(&b) if b == expected => pos += 1,
+            Some(_) => return Err((pos, "invalid literal")),
+            None => return Err((pos, "unexpected end of input in a literal")),
+        }
+    }
+    Ok(pos)
+}
+
+/// A member's key and colon; `pos` is where the key must start.
+#[inline(always)]
+fn key(input: &[u8], pos: usize, missing: &'static str) -> Skip {
+    if input.get(pos) != Some(&b'"') {
+        return Err((pos, missing));
+    }
+    let pos = white(input, string(input, pos + 1)?);
+    match input.get(pos) {
+        Some(b':') => Ok(pos + 1),
+        Some(_) => Err((pos, "expected `:` after an object key")),
+        None => Err((pos, "unexpected end of input in an object")),
+    }
+}
+
+/// Skips one value of any kind and depth that starts at or after `pos`
+/// (white space first), and returns where it ends.
+pub fn value(input: &[u8], mut pos: usize, spill: &mut Vec<u64>) -> Skip {
+    spill.clear();
+    // Bit 0 is the innermost open container, set for an object.
+    let mut open: u64 = 0;
+    let mut depth: usize = 0;
+    loop {
+        pos = white(input, pos);
+        match input.get(pos) {
+            Some(b'"') => pos = string(input, pos + 1)?,
+            Some(&open_byte @ (b'{' | b'[')) => {
+                let object = open_byte == b'{';
+                pos = white(input, pos + 1);
+                if input.get(pos) == Some(if object { &b'}' } else { &b']' }) {
+                    pos += 1;
+                } else {
+                    if depth != 0 && depth.is_multiple_of(64) {
+                        spill.push(open);
+                        open = 0;
+                    }
+                    open = open << 1 | u64::from(object);
+                    depth += 1;
+                    if object {
+                        pos = key(input, pos, "expected a string key")?;
+                    }
+                    continue;
+                }
+            }
+            Some(b'-' | b'0'..=b'9') => pos = number(input, pos)?,
+            Some(b'n') => pos = literal(input, pos, b"null")?,
+            Some(b't') => pos = literal(input, pos, b"true")?,
+            Some(b'f') => pos = literal(input, pos, b"false")?,
+            Some(_) => return Err((pos, "expected a value")),
+            None => return Err((pos, "unexpected end of input where a value was expected")),
+        }
+        // A value has ended: close containers until one goes on.
+        loop {
+            if depth == 0 {
+                return Ok(pos);
+            }
+            let object = open & 1 != 0;
+            pos = white(input, pos);
+            match input.get(pos) {
+                Some(b',') => {
+                    pos += 1;
+                    if object {
+                        pos = key(input, white(input, pos), "expected a string key after `,`")?;
+                    }
+                    break;
+                }
+                Some(b'}') if object => {}
+                Some(b']') if !object => {}
+                Some(_) if object => {
+                    return Err((pos, "expected `,` or `}` after an object member"));
+                }
+                Some(_) => return Err((pos, "expected `,` or `]` after an array element")),
+                None => return Err((pos, "unexpected end of input in a container")),
+            }
+            pos += 1;
+            open >>= 1;
+            depth -= 1;
+            if depth != 0 && depth.is_multiple_of(64) {
+                open = spill.pop().unwrap_or_default();
+            }
+        }
+    }
+}
