@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use wapc::WapcHost;
-use wasmtime_provider::wasmtime::{Engine, Module};
+use wasmtime_provider::wasmtime::{Config, Engine, Module, ProfilingStrategy};
 use wasmtime_provider::{ResourceLimits, WasmtimeEngineProviderBuilder};
 
 /// Why a call into the guest did not give a usable answer.
@@ -64,7 +64,8 @@ impl CompiledPolicy {
     /// Compiles with a fresh engine, as policy-server does at start-up, and
     /// says how long `Module::new` took.
     pub fn timed_compile(bytes: &[u8]) -> Result<(CompiledPolicy, Duration), HostError> {
-        let engine = Engine::default();
+        let engine =
+            Engine::new(&engine_config()?).map_err(|e| HostError::Load(format!("{e:#}")))?;
         let start = Instant::now();
         let module = Module::new(&engine, bytes).map_err(|e| HostError::Load(format!("{e:#}")))?;
         Ok((CompiledPolicy { engine, module }, start.elapsed()))
@@ -98,6 +99,27 @@ impl CompiledPolicy {
             .map_err(|e| HostError::Load(e.to_string()))?;
         Ok(Policy { host })
     }
+}
+
+/// wasmtime's defaults, as policy-server uses; `POLICY_HOST_PROFILER=jitdump`
+/// (or `perfmap`) names the compiled guest functions for `perf`.
+fn engine_config() -> Result<Config, HostError> {
+    let mut config = Config::new();
+    match std::env::var("POLICY_HOST_PROFILER").as_deref() {
+        Err(_) => {}
+        Ok("jitdump") => {
+            config.profiler(ProfilingStrategy::JitDump);
+        }
+        Ok("perfmap") => {
+            config.profiler(ProfilingStrategy::PerfMap);
+        }
+        Ok(other) => {
+            return Err(HostError::Load(format!(
+                "POLICY_HOST_PROFILER={other}: expected jitdump or perfmap"
+            )));
+        }
+    }
+    Ok(config)
 }
 
 /// Answers the guest's host calls. The only one a policy like ours makes is

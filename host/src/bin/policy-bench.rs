@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use policy_host::{CompiledPolicy, Policy, validate_payload};
 use serde_json::{Value, json};
 
-const USAGE: &str =
-    "usage: policy-bench [--rounds N] [--settings JSON] [--write-payloads DIR] <module.wasm>...";
+const USAGE: &str = "usage: policy-bench [--rounds N] [--settings JSON] [--only NAME] [--write-payloads DIR] <module.wasm>...";
 
 /// Settings every module gets; any policy with this settings format can run.
 const DEFAULT_SETTINGS: &str =
@@ -45,6 +44,7 @@ fn run() -> Result<(), String> {
     let mut settings = DEFAULT_SETTINGS.to_string();
     let mut paths = Vec::new();
     let mut write_to = None;
+    let mut only = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -56,12 +56,20 @@ fn run() -> Result<(), String> {
                     .ok_or(USAGE)?
             }
             "--settings" => settings = args.next().ok_or(USAGE)?,
+            "--only" => only = Some(args.next().ok_or(USAGE)?),
             "--write-payloads" => write_to = Some(PathBuf::from(args.next().ok_or(USAGE)?)),
             "-h" | "--help" => return Err(USAGE.to_string()),
             path => paths.push(PathBuf::from(path)),
         }
     }
-    let cases = cases(settings.as_bytes());
+    let mut cases = cases(settings.as_bytes());
+    // One request alone, for profiling (see POLICY_HOST_PROFILER in the host).
+    if let Some(only) = only {
+        cases.retain(|case| case.name.contains(only.as_str()));
+        if cases.is_empty() {
+            return Err(format!("--only {only}: no request has that in its name"));
+        }
+    }
     if paths.is_empty() && write_to.is_none() {
         return Err(USAGE.to_string());
     }
