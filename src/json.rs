@@ -14,15 +14,29 @@ use std::fmt;
 
 mod skip;
 
+/// Boxed, so that the reader's results (mostly `Result<()>`) fit in a
+/// register on the hot path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    pub offset: usize,
-    pub reason: Cow<'static, str>,
+pub struct Error(Box<Detail>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Detail {
+    offset: usize,
+    reason: Cow<'static, str>,
+}
+
+impl Error {
+    fn new(offset: usize, reason: impl Into<Cow<'static, str>>) -> Error {
+        Error(Box::new(Detail {
+            offset,
+            reason: reason.into(),
+        }))
+    }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at byte {}", self.reason, self.offset)
+        write!(f, "{} at byte {}", self.0.reason, self.0.offset)
     }
 }
 
@@ -45,10 +59,7 @@ impl<'a> Reader<'a> {
     }
 
     fn error<T>(&self, reason: impl Into<Cow<'static, str>>) -> Result<T> {
-        Err(Error {
-            offset: self.pos,
-            reason: reason.into(),
-        })
+        Err(Error::new(self.pos, reason))
     }
 
     /// An error at the current position, for the caller's own rules.
@@ -237,6 +248,14 @@ impl<'a> Reader<'a> {
 
     fn utf8(&self, text: Cow<'a, [u8]>) -> Result<Cow<'a, str>> {
         match text {
+            // Nearly every key is ASCII: a word-at-a-time check instead of
+            // a call into the UTF-8 validator.
+            Cow::Borrowed(bytes) if bytes.is_ascii() => {
+                // SAFETY: ASCII is valid UTF-8.
+                Ok(Cow::Borrowed(unsafe {
+                    std::str::from_utf8_unchecked(bytes)
+                }))
+            }
             Cow::Borrowed(bytes) => match std::str::from_utf8(bytes) {
                 Ok(s) => Ok(Cow::Borrowed(s)),
                 Err(_) => self.error("invalid UTF-8 in a string"),
@@ -332,10 +351,7 @@ impl<'a> Reader<'a> {
         let raw = &self.input[start..self.pos];
         match std::str::from_utf8(raw) {
             Ok(_) => Ok(raw),
-            Err(e) => Err(Error {
-                offset: start + e.valid_up_to(),
-                reason: "invalid UTF-8".into(),
-            }),
+            Err(e) => Err(Error::new(start + e.valid_up_to(), "invalid UTF-8")),
         }
     }
 }
