@@ -154,6 +154,22 @@ fn key(input: &[u8], pos: usize, missing: &'static str) -> Skip {
     }
 }
 
+/// A member up to its value, and the value too when it is a string or `{}`
+/// (most of `managedFields`): `true` when the value has been skipped.
+#[inline(always)]
+fn member(
+    input: &[u8],
+    pos: usize,
+    missing: &'static str,
+) -> Result<(usize, bool), (usize, &'static str)> {
+    let pos = key(input, pos, missing)?;
+    match input.get(pos) {
+        Some(b'"') => Ok((string(input, pos + 1)?, true)),
+        Some(b'{') if input.get(pos + 1) == Some(&b'}') => Ok((pos + 2, true)),
+        _ => Ok((pos, false)),
+    }
+}
+
 /// Skips one value of any kind and depth that starts at or after `pos`
 /// (white space first), and returns where it ends.
 pub fn value(input: &[u8], mut pos: usize, spill: &mut Vec<u64>) -> Skip {
@@ -177,10 +193,14 @@ pub fn value(input: &[u8], mut pos: usize, spill: &mut Vec<u64>) -> Skip {
                     }
                     open = open << 1 | u64::from(object);
                     depth += 1;
-                    if object {
-                        pos = key(input, pos, "expected a string key")?;
+                    if !object {
+                        continue;
                     }
-                    continue;
+                    let (end, skipped) = member(input, pos, "expected a string key")?;
+                    pos = end;
+                    if !skipped {
+                        continue;
+                    }
                 }
             }
             Some(b'-' | b'0'..=b'9') => pos = number(input, pos)?,
@@ -200,8 +220,14 @@ pub fn value(input: &[u8], mut pos: usize, spill: &mut Vec<u64>) -> Skip {
             match input.get(pos) {
                 Some(b',') => {
                     pos += 1;
-                    if object {
-                        pos = key(input, white(input, pos), "expected a string key after `,`")?;
+                    if !object {
+                        break;
+                    }
+                    let missing = "expected a string key after `,`";
+                    let (end, skipped) = member(input, white(input, pos), missing)?;
+                    pos = end;
+                    if skipped {
+                        continue;
                     }
                     break;
                 }
