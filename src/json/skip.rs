@@ -12,36 +12,47 @@ pub type Skip = Result<usize, (usize, &'static str)>;
 const ONES: u64 = u64::MAX / 255;
 const HIGH_BITS: u64 = ONES << 7;
 
-/// The high bit of each byte of `word` that is a quote, a backslash or a
-/// control character; the lowest one marks the first such byte.
+/// The high bit of each byte of `word` that is a quote, and of each that is
+/// a backslash or a control character. The lowest bit of the two together
+/// marks the first such byte; bits above it may be false.
 #[inline(always)]
-pub fn stops(word: u64) -> u64 {
+fn stops(word: u64) -> (u64, u64) {
     let quote = word ^ (ONES * u64::from(b'"'));
     let backslash = word ^ (ONES * u64::from(b'\\'));
     let control = word.wrapping_sub(ONES * 0x20) & !word;
     let quote = quote.wrapping_sub(ONES) & !quote;
     let backslash = backslash.wrapping_sub(ONES) & !backslash;
-    (control | quote | backslash) & HIGH_BITS
+    (quote & HIGH_BITS, (control | backslash) & HIGH_BITS)
 }
 
-/// The first quote, backslash or control character at or after `pos`, or
-/// the end of the input.
+/// Where a run of plain string bytes from `pos` ends, and whether a quote
+/// ends it, known without reading that byte again.
 #[inline(always)]
-pub fn plain_end(input: &[u8], mut pos: usize) -> usize {
+fn plain_run(input: &[u8], mut pos: usize) -> (usize, bool) {
     while let Some(chunk) = input.get(pos..).and_then(<[u8]>::first_chunk::<8>) {
-        let hits = stops(u64::from_le_bytes(*chunk));
+        let (quote, other) = stops(u64::from_le_bytes(*chunk));
+        let hits = quote | other;
         if hits != 0 {
-            return pos + hits.trailing_zeros() as usize / 8;
+            // No false bit lies below a true one, so the lowest is exact.
+            let first = hits & hits.wrapping_neg();
+            return (pos + hits.trailing_zeros() as usize / 8, first & quote != 0);
         }
         pos += 8;
     }
     while let Some(&b) = input.get(pos) {
         if b == b'"' || b == b'\\' || b < 0x20 {
-            break;
+            return (pos, b == b'"');
         }
         pos += 1;
     }
-    pos
+    (pos, false)
+}
+
+/// The first quote, backslash or control character at or after `pos`, or
+/// the end of the input.
+#[inline(always)]
+pub fn plain_end(input: &[u8], pos: usize) -> usize {
+    plain_run(input, pos).0
 }
 
 #[inline(always)]
@@ -58,7 +69,11 @@ fn white(input: &[u8], mut pos: usize) -> usize {
 #[inline(always)]
 fn string(input: &[u8], mut pos: usize) -> Skip {
     loop {
-        pos = plain_end(input, pos);
+        let (end, quote) = plain_run(input, pos);
+        pos = end;
+        if quote {
+            return Ok(pos + 1);
+        }
         match input.get(pos) {
             Some(b'"') => return Ok(pos + 1),
             Some(b'\\') => pos = escape(input, pos + 1)?,
