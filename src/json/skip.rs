@@ -94,7 +94,7 @@ fn escape(input: &[u8], pos: usize) -> Skip {
     }
 }
 
-pub fn hex4(input: &[u8], pos: usize) -> Skip {
+fn hex4(input: &[u8], pos: usize) -> Skip {
     match input.get(pos..).and_then(<[u8]>::first_chunk::<4>) {
         Some(digits) if digits.iter().all(u8::is_ascii_hexdigit) => Ok(pos + 4),
         Some(_) => Err((pos, "invalid \\u escape")),
