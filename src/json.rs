@@ -506,11 +506,11 @@ mod tests {
         assert!(skip(&input).is_err());
     }
 
-    /// The open containers are kept 64 to a word: closers must still match
-    /// their openers on both sides of every word boundary.
+    /// The open containers are kept 63 to a word under a sentinel bit: closers
+    /// must still match their openers on both sides of every word boundary.
     #[test]
     fn closers_match_openers_across_the_stack_words() {
-        for depth in [1, 63, 64, 65, 127, 128, 129, 200] {
+        for depth in [1, 62, 63, 64, 65, 125, 126, 127, 128, 129, 200] {
             let opener = |i: usize| if i.is_multiple_of(3) { "[" } else { "{\"k\":" };
             let closer = |i: usize| if i.is_multiple_of(3) { "]" } else { "}" };
             let mut input: String = (0..depth).map(opener).collect();

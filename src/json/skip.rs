@@ -3,7 +3,7 @@
 //!
 //! The position is passed by value and the stack of open containers is a
 //! bit set in a register, so that the loop keeps its state out of linear
-//! memory; only nesting deeper than 64 spills words to `spill`. Errors are
+//! memory; only nesting deeper than 63 spills words to `spill`. Errors are
 //! `(offset, reason)` pairs, turned into `json::Error` by the caller. The
 //! checks and their messages are those of `Reader`'s reading methods.
 
@@ -189,9 +189,9 @@ fn member(
 /// (white space first), and returns where it ends.
 pub fn value(input: &[u8], mut pos: usize, spill: &mut Vec<u64>) -> Skip {
     spill.clear();
-    // Bit 0 is the innermost open container, set for an object.
-    let mut open: u64 = 0;
-    let mut depth: usize = 0;
+    // Bit 0 is the innermost open container, set for an object; the highest
+    // set bit is a sentinel, so `open == 1` means no container is open.
+    let mut open: u64 = 1;
     loop {
         pos = white(input, pos);
         match input.get(pos) {
@@ -202,12 +202,11 @@ pub fn value(input: &[u8], mut pos: usize, spill: &mut Vec<u64>) -> Skip {
                 if input.get(pos) == Some(if object { &b'}' } else { &b']' }) {
                     pos += 1;
                 } else {
-                    if depth != 0 && depth.is_multiple_of(64) {
+                    if open >> 63 != 0 {
                         spill.push(open);
-                        open = 0;
+                        open = 1;
                     }
                     open = open << 1 | u64::from(object);
-                    depth += 1;
                     if !object {
                         continue;
                     }
@@ -227,8 +226,11 @@ pub fn value(input: &[u8], mut pos: usize, spill: &mut Vec<u64>) -> Skip {
         }
         // A value has ended: close containers until one goes on.
         loop {
-            if depth == 0 {
-                return Ok(pos);
+            if open == 1 {
+                match spill.pop() {
+                    Some(word) => open = word,
+                    None => return Ok(pos),
+                }
             }
             let object = open & 1 != 0;
             pos = white(input, pos);
@@ -256,10 +258,6 @@ pub fn value(input: &[u8], mut pos: usize, spill: &mut Vec<u64>) -> Skip {
             }
             pos += 1;
             open >>= 1;
-            depth -= 1;
-            if depth != 0 && depth.is_multiple_of(64) {
-                open = spill.pop().unwrap_or_default();
-            }
         }
     }
 }
