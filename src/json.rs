@@ -215,8 +215,24 @@ impl<'a> Reader<'a> {
     /// escapes. Borrows from the input unless an escape had to be decoded.
     pub fn string(&mut self) -> Result<Cow<'a, str>> {
         debug_assert_eq!(self.peek(), Some(b'"'));
-        self.pos += 1;
-        let mut start = self.pos;
+        let start = self.pos + 1;
+        let (end, closed) = skip::ascii_run(self.input, start);
+        if closed {
+            self.pos = end + 1;
+            // SAFETY: the run holds ASCII bytes only, which are valid UTF-8.
+            return Ok(Cow::Borrowed(unsafe {
+                std::str::from_utf8_unchecked(&self.input[start..end])
+            }));
+        }
+        self.pos = end;
+        self.string_rest(start)
+    }
+
+    /// The rest of a string from `self.pos`, where an escape, a byte above
+    /// 0x7f or a control character stopped the ASCII run that began at
+    /// `start`. Kept out of line so that the common case above stays small.
+    #[inline(never)]
+    fn string_rest(&mut self, mut start: usize) -> Result<Cow<'a, str>> {
         let mut owned: Option<Vec<u8>> = None;
         loop {
             self.skip_plain();
@@ -248,14 +264,6 @@ impl<'a> Reader<'a> {
 
     fn utf8(&self, text: Cow<'a, [u8]>) -> Result<Cow<'a, str>> {
         match text {
-            // Nearly every key is ASCII: a word-at-a-time check instead of
-            // a call into the UTF-8 validator.
-            Cow::Borrowed(bytes) if bytes.is_ascii() => {
-                // SAFETY: ASCII is valid UTF-8.
-                Ok(Cow::Borrowed(unsafe {
-                    std::str::from_utf8_unchecked(bytes)
-                }))
-            }
             Cow::Borrowed(bytes) => match std::str::from_utf8(bytes) {
                 Ok(s) => Ok(Cow::Borrowed(s)),
                 Err(_) => self.error("invalid UTF-8 in a string"),
@@ -339,7 +347,11 @@ impl<'a> Reader<'a> {
 
     /// Skips one value of any kind and depth.
     pub fn skip_value(&mut self) -> Result<()> {
-        let skipped = skip::value(self.input, self.pos, &mut self.spill);
+        // Most skipped values are strings: no need to set up for nesting.
+        let skipped = match self.input.get(self.pos) {
+            Some(b'"') => skip::string(self.input, self.pos + 1),
+            _ => skip::value(self.input, self.pos, &mut self.spill),
+        };
         self.advance(skipped)
     }
 
@@ -473,6 +485,44 @@ mod tests {
             assert_eq!(s, expected);
             assert_eq!(matches!(s, Cow::Borrowed(_)), borrowed, "{expected:?}");
             assert_eq!(reader.pos, input.len());
+        }
+    }
+
+    /// The ASCII run hands over to the full decoder wherever a byte it does
+    /// not take appears, in the word-at-a-time part or in the tail.
+    #[test]
+    fn strings_leave_the_ascii_run_at_every_offset() {
+        let stops: &[(&[u8], bool)] = &[
+            (b"\xc3\xa9", true),
+            (b"\\n", false),
+            (b"\\u00e9", false),
+            (b"\xff", true),
+            (b"\n", true),
+            (b"\"", true),
+        ];
+        for &(stop, borrowed) in stops {
+            for len in 0..20 {
+                let mut input = b"\"".to_vec();
+                input.extend(std::iter::repeat_n(b'k', len));
+                input.extend_from_slice(stop);
+                input.extend_from_slice(b"end\"");
+                // A quote ends the string there; the rest is left unread.
+                let whole = stop != b"\"";
+                let end = if whole { input.len() } else { len + 2 };
+                let expected = serde_json::from_slice::<String>(&input[..end]);
+                let mut reader = Reader::new(&input);
+                let ours = reader.string();
+                let context = format!("{stop:?} after {len} bytes");
+                match (ours, expected) {
+                    (Ok(ours), Ok(expected)) => {
+                        assert_eq!(ours, expected, "{context}");
+                        assert_eq!(matches!(ours, Cow::Borrowed(_)), borrowed, "{context}");
+                        assert_eq!(reader.pos, end, "{context}");
+                    }
+                    (Err(_), Err(_)) => {}
+                    (ours, expected) => panic!("{context}: ours {ours:?}, serde {expected:?}"),
+                }
+            }
         }
     }
 

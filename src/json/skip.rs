@@ -13,24 +13,27 @@ const ONES: u64 = u64::MAX / 255;
 const HIGH_BITS: u64 = ONES << 7;
 
 /// The high bit of each byte of `word` that is a quote, and of each that is
-/// a backslash or a control character. The lowest bit of the two together
-/// marks the first such byte; bits above it may be false.
+/// a backslash or a control character (or, with `ASCII`, any byte above
+/// 0x7f). The lowest bit of the two together marks the first such byte;
+/// bits above it may be false.
 #[inline(always)]
-fn stops(word: u64) -> (u64, u64) {
+fn stops<const ASCII: bool>(word: u64) -> (u64, u64) {
     let quote = word ^ (ONES * u64::from(b'"'));
     let backslash = word ^ (ONES * u64::from(b'\\'));
     let control = word.wrapping_sub(ONES * 0x20) & !word;
     let quote = quote.wrapping_sub(ONES) & !quote;
     let backslash = backslash.wrapping_sub(ONES) & !backslash;
-    (quote & HIGH_BITS, (control | backslash) & HIGH_BITS)
+    let high = if ASCII { word } else { 0 };
+    (quote & HIGH_BITS, (control | backslash | high) & HIGH_BITS)
 }
 
 /// Where a run of plain string bytes from `pos` ends, and whether a quote
-/// ends it, known without reading that byte again.
+/// ends it, known without reading that byte again. With `ASCII`, a byte
+/// above 0x7f ends the run too.
 #[inline(always)]
-fn plain_run(input: &[u8], mut pos: usize) -> (usize, bool) {
+fn plain_run<const ASCII: bool>(input: &[u8], mut pos: usize) -> (usize, bool) {
     while let Some(chunk) = input.get(pos..).and_then(<[u8]>::first_chunk::<8>) {
-        let (quote, other) = stops(u64::from_le_bytes(*chunk));
+        let (quote, other) = stops::<ASCII>(u64::from_le_bytes(*chunk));
         let hits = quote | other;
         if hits != 0 {
             // No false bit lies below a true one, so the lowest is exact.
@@ -40,7 +43,7 @@ fn plain_run(input: &[u8], mut pos: usize) -> (usize, bool) {
         pos += 8;
     }
     while let Some(&b) = input.get(pos) {
-        if b == b'"' || b == b'\\' || b < 0x20 {
+        if b == b'"' || b == b'\\' || b < 0x20 || (ASCII && b > 0x7f) {
             return (pos, b == b'"');
         }
         pos += 1;
@@ -52,7 +55,15 @@ fn plain_run(input: &[u8], mut pos: usize) -> (usize, bool) {
 /// the end of the input.
 #[inline(always)]
 pub fn plain_end(input: &[u8], pos: usize) -> usize {
-    plain_run(input, pos).0
+    plain_run::<false>(input, pos).0
+}
+
+/// Where a run of plain ASCII string bytes from `pos` ends, and whether its
+/// closing quote ends it: nearly every key and name is such a run, which can
+/// be borrowed without a UTF-8 check.
+#[inline(always)]
+pub fn ascii_run(input: &[u8], pos: usize) -> (usize, bool) {
+    plain_run::<true>(input, pos)
 }
 
 #[inline(always)]
@@ -67,9 +78,9 @@ fn white(input: &[u8], mut pos: usize) -> usize {
 /// are checked for form only and bytes are not checked for UTF-8, as
 /// serde_json ignores a string.
 #[inline(always)]
-fn string(input: &[u8], mut pos: usize) -> Skip {
+pub fn string(input: &[u8], mut pos: usize) -> Skip {
     loop {
-        let (end, quote) = plain_run(input, pos);
+        let (end, quote) = plain_run::<false>(input, pos);
         pos = end;
         if quote {
             return Ok(pos + 1);
