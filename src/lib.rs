@@ -2,6 +2,7 @@
 //! evaluator judge the annotation keys, answer in Kubewarden's JSON.
 
 pub mod annotation_key;
+pub mod bytes;
 pub mod criterion;
 pub mod evaluator;
 pub mod json;

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use crate::annotation_key;
+use crate::bytes;
 use crate::criterion::Criterion;
 use crate::json::{self, Reader};
 use crate::message::Quoted;
@@ -148,7 +149,7 @@ pub fn with_cached<R>(json: &[u8], f: impl FnOnce(Result<&Settings, &str>) -> R)
     }
     LAST.with_borrow_mut(|last| {
         let parsed = match last {
-            Some((raw, parsed)) if raw.as_slice() == json => parsed,
+            Some((raw, parsed)) if bytes::equal(raw, json) => parsed,
             _ => &mut last.insert((json.to_vec(), Settings::from_json(json))).1,
         };
         f(parsed.as_ref().map_err(String::as_str))
