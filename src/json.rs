@@ -6,13 +6,26 @@
 //! valid UTF-8 with paired surrogates, while skipped strings are only checked
 //! for well-formed escapes and the absence of control characters, as
 //! serde_json's `IgnoredAny` does. `request::reference` is the serde-based
-//! model it is tested against. Skipping is iterative, so no nesting depth can
-//! exhaust the stack.
+//! model it is tested against.
+//!
+//! Reading goes in two stages, as in simdjson. `scan` first finds, 64 bytes
+//! at a time, where every token of the input starts; the reader then walks
+//! from token to token. Skipping a string is taking one token and skipping
+//! an object is walking its tokens, with no byte-by-byte scan whose every
+//! step waits on the last; only the strings that are read are decoded byte
+//! by byte. The walk checks the grammar token by token, iteratively, so no
+//! nesting depth can exhaust the stack. Where the input turns out not to be
+//! JSON, `skip` goes over it byte by byte to find and name the first error.
 
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::bytes;
+
+mod scan;
 mod skip;
+
+use scan::BLOCK;
 
 /// Boxed, so that the reader's results (mostly `Result<()>`) fit in a
 /// register on the hot path.
@@ -42,200 +55,551 @@ impl fmt::Display for Error {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// An object's key, as `Reader::object` hands it over, already checked.
+/// Nearly every key holds no escape, and is compared and kept as it stands
+/// in the input; one that does is decoded again where its text is needed.
+#[derive(Debug, Clone, Copy)]
+pub enum Key<'a> {
+    Plain(&'a str),
+    /// The text between the quotes, escapes and all.
+    Escaped(&'a [u8]),
+}
+
+impl<'a> Key<'a> {
+    /// Whether the key is `name`.
+    #[inline(always)]
+    pub fn is(&self, name: &str) -> bool {
+        match self {
+            Key::Plain(key) => bytes::equal(key.as_bytes(), name.as_bytes()),
+            Key::Escaped(_) => self.text() == name,
+        }
+    }
+
+    /// The key's text, borrowed from the input unless it holds an escape.
+    #[inline(always)]
+    pub fn text(&self) -> Cow<'a, str> {
+        match *self {
+            Key::Plain(key) => Cow::Borrowed(key),
+            Key::Escaped(raw) => decode_key(raw),
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn decode_key(raw: &[u8]) -> Cow<'_, str> {
+    let decoder = Decoder { input: raw, pos: 0 };
+    match decoder.decode_to_end() {
+        Ok(text) => text,
+        Err(_) => unreachable!("a key that was read decodes again"),
+    }
+}
+
 pub struct Reader<'a> {
     input: &'a [u8],
-    pos: usize,
-    /// Room for `skip::value` to keep deep nesting in.
+    /// Where tokens start: a mask per 64-byte block (see `scan`).
+    tokens: Vec<u64>,
+    /// Whether `tokens` covers the whole input.
+    complete: bool,
+    /// The block of the next token, and that block's tokens not yet taken.
+    block: usize,
+    pending: u64,
+    /// Room for the walk over a skipped container to keep deep nesting in.
     spill: Vec<u64>,
 }
 
 impl<'a> Reader<'a> {
     pub fn new(input: &'a [u8]) -> Reader<'a> {
+        let scan::Tokens { masks, complete } = scan::tokens(input);
         Reader {
             input,
-            pos: 0,
+            pending: masks.first().copied().unwrap_or(0),
+            tokens: masks,
+            complete,
+            block: 0,
             spill: Vec::new(),
         }
     }
 
-    fn error<T>(&self, reason: impl Into<Cow<'static, str>>) -> Result<T> {
-        Err(Error::new(self.pos, reason))
+    /// Where the next token starts, if there is one.
+    #[inline(always)]
+    fn next_token(&mut self) -> Option<usize> {
+        while self.pending == 0 {
+            self.pending = *self.tokens.get(self.block + 1)?;
+            self.block += 1;
+        }
+        Some(self.block * BLOCK + self.pending.trailing_zeros() as usize)
     }
 
-    /// An error at the current position, for the caller's own rules.
-    pub fn fail<T>(&self, reason: impl Into<Cow<'static, str>>) -> Result<T> {
+    /// Takes the next token, which the caller has looked at.
+    #[inline(always)]
+    fn take(&mut self) {
+        self.pending &= self.pending.wrapping_sub(1);
+    }
+
+    /// Takes every token before `end`: the rest of a number or literal.
+    fn take_until(&mut self, end: usize) {
+        let block = end / BLOCK;
+        if block != self.block {
+            self.block = block.min(self.tokens.len());
+            self.pending = self.tokens.get(block).copied().unwrap_or(0);
+        }
+        self.pending &= !0 << (end % BLOCK);
+    }
+
+    /// Where the next token starts, or the end of the input.
+    fn pos(&mut self) -> usize {
+        self.next_token().unwrap_or(self.input.len())
+    }
+
+    fn error<T>(&mut self, reason: impl Into<Cow<'static, str>>) -> Result<T> {
+        Err(Error::new(self.pos(), reason))
+    }
+
+    /// An error at the next token, for the caller's own rules.
+    pub fn fail<T>(&mut self, reason: impl Into<Cow<'static, str>>) -> Result<T> {
         self.error(reason)
     }
 
     /// "expected <what>, found <what starts here>".
     pub fn unexpected<T>(&mut self, what: &str) -> Result<T> {
+        if !self.complete && self.next_token().is_none() {
+            return Err(self.syntax_error());
+        }
         let found = self.found();
         self.error(format!("expected {what}, found {found}"))
+    }
+
+    /// The input is not JSON: the first error in it, found byte by byte.
+    #[cold]
+    #[inline(never)]
+    fn syntax_error(&mut self) -> Error {
+        let mut spill = Vec::new();
+        let skipped = skip::value(self.input, 0, &mut spill).and_then(|end| {
+            match skip::white(self.input, end) {
+                end if end == self.input.len() => Ok(end),
+                end => Err((end, "trailing characters after the JSON value")),
+            }
+        });
+        match skipped {
+            Err((offset, reason)) => Error::new(offset, reason),
+            // Not reached: the tokens and the bytes tell the same story.
+            Ok(_) => Error::new(self.pos(), "malformed JSON"),
+        }
+    }
+
+    fn syntax<T>(&mut self) -> Result<T> {
+        Err(self.syntax_error())
     }
 
     /// The next byte that is not white space, not consumed.
     #[inline(always)]
     pub fn peek(&mut self) -> Option<u8> {
-        while let Some(&b) = self.input.get(self.pos) {
-            if !matches!(b, b' ' | b'\n' | b'\t' | b'\r') {
-                return Some(b);
-            }
-            self.pos += 1;
-        }
-        None
+        self.next_token().map(|at| self.input[at])
     }
 
-    /// Names the kind of value that starts at the next byte, for messages.
+    /// Names the kind of value that starts at the next token, for messages.
     pub fn found(&mut self) -> &'static str {
-        let rest = self.input.get(self.pos..).unwrap_or_default();
-        match self.peek() {
-            None => "the end of the input",
-            Some(b'{') => "an object",
-            Some(b'[') => "an array",
-            Some(b'"') => "a string",
-            Some(b't' | b'f') if rest.starts_with(b"true") || rest.starts_with(b"false") => {
-                "a boolean"
-            }
-            Some(b'n') if rest.starts_with(b"null") => "null",
-            Some(b'-' | b'0'..=b'9') => "a number",
-            Some(b']') => "`]`",
-            Some(b'}') => "`}`",
-            Some(b',') => "`,`",
-            Some(b':') => "`:`",
-            Some(_) => "an invalid character",
+        let Some(at) = self.next_token() else {
+            return "the end of the input";
+        };
+        let rest = &self.input[at..];
+        match rest[0] {
+            b'{' => "an object",
+            b'[' => "an array",
+            b'"' => "a string",
+            b't' | b'f' if rest.starts_with(b"true") || rest.starts_with(b"false") => "a boolean",
+            b'n' if rest.starts_with(b"null") => "null",
+            b'-' | b'0'..=b'9' => "a number",
+            b']' => "`]`",
+            b'}' => "`}`",
+            b',' => "`,`",
+            b':' => "`:`",
+            _ => "an invalid character",
         }
     }
 
     /// Fails unless only white space is left.
     pub fn end(&mut self) -> Result<()> {
-        match self.peek() {
-            None => Ok(()),
-            Some(_) => self.error("trailing characters after the JSON value"),
+        match self.next_token() {
+            None if self.complete => Ok(()),
+            _ => self.syntax(),
         }
     }
 
     /// Consumes `null` if it comes next.
     pub fn null(&mut self) -> Result<bool> {
-        if self.peek() == Some(b'n') {
-            self.literal(b"null")?;
-            Ok(true)
-        } else {
-            Ok(false)
+        let Some(at) = self.next_token() else {
+            return Ok(false);
+        };
+        if self.input[at] != b'n' {
+            return Ok(false);
         }
-    }
-
-    fn literal(&mut self, word: &'static [u8]) -> Result<()> {
-        let skipped = skip::literal(self.input, self.pos, word);
-        self.advance(skipped)
-    }
-
-    /// Moves to where a `skip` function ended, or to its error.
-    fn advance(&mut self, skipped: skip::Skip) -> Result<()> {
-        match skipped {
+        match skip::literal(self.input, at, b"null") {
             Ok(end) => {
-                self.pos = end;
-                Ok(())
+                self.take_until(end);
+                Ok(true)
             }
-            Err((offset, reason)) => {
-                self.pos = offset;
-                self.error(reason)
-            }
+            Err(_) => self.syntax(),
         }
     }
 
-    /// Reads an object member by member; `member` must consume each value.
-    /// The caller has checked that an object starts here.
-    pub fn object(
-        &mut self,
-        mut member: impl FnMut(&mut Self, Cow<'a, str>) -> Result<()>,
-    ) -> Result<()> {
+    /// Starts reading the object that the caller has checked starts here:
+    /// `Members::next` gives its keys one by one, and the caller reads or
+    /// skips each value before asking for the next key.
+    pub fn members(&mut self) -> Members {
         debug_assert_eq!(self.peek(), Some(b'{'));
-        self.pos += 1;
-        let mut first = true;
-        loop {
-            match self.peek() {
-                Some(b'}') => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                Some(b',') if !first => {
-                    self.pos += 1;
-                    if self.peek() != Some(b'"') {
-                        return self.error("expected a string key after `,`");
-                    }
-                }
-                Some(b'"') if first => {}
-                Some(_) if first => return self.error("expected a string key or `}`"),
-                Some(_) => return self.error("expected `,` or `}` after an object member"),
-                None => return self.error("unexpected end of input in an object"),
-            }
-            first = false;
-            let key = self.string()?;
-            self.colon()?;
-            member(self, key)?;
-        }
+        self.take();
+        Members { started: false }
     }
 
     /// Reads an array element by element; `item` must consume each one.
     /// The caller has checked that an array starts here.
     pub fn array(&mut self, mut item: impl FnMut(&mut Self) -> Result<()>) -> Result<()> {
         debug_assert_eq!(self.peek(), Some(b'['));
-        self.pos += 1;
+        self.take();
         if self.peek() == Some(b']') {
-            self.pos += 1;
+            self.take();
             return Ok(());
         }
         loop {
             item(self)?;
             match self.peek() {
-                Some(b',') => self.pos += 1,
+                Some(b',') => self.take(),
                 Some(b']') => {
-                    self.pos += 1;
+                    self.take();
                     return Ok(());
                 }
-                Some(_) => return self.error("expected `,` or `]` after an array element"),
-                None => return self.error("unexpected end of input in an array"),
+                _ => return self.syntax(),
             }
         }
     }
 
-    #[inline(always)]
-    fn colon(&mut self) -> Result<()> {
-        match self.peek() {
-            Some(b':') => {
-                self.pos += 1;
-                Ok(())
-            }
-            Some(_) => self.error("expected `:` after an object key"),
-            None => self.error("unexpected end of input in an object"),
+    /// Reads a key, which must start here, checking it as `string` does.
+    fn key(&mut self) -> Result<Key<'a>> {
+        let Some(at) = self.next_token().filter(|&at| self.input[at] == b'"') else {
+            return self.syntax();
+        };
+        self.take();
+        let start = at + 1;
+        let (end, closed) = skip::ascii_run(self.input, start);
+        if closed {
+            // SAFETY: the run holds ASCII bytes only, which are valid UTF-8.
+            let key = unsafe { std::str::from_utf8_unchecked(&self.input[start..end]) };
+            return Ok(Key::Plain(key));
         }
+        let mut decoder = Decoder {
+            input: self.input,
+            pos: end,
+        };
+        Ok(match decoder.rest(start)? {
+            Cow::Borrowed(key) => Key::Plain(key),
+            // The decoder stops just after the closing quote.
+            Cow::Owned(_) => Key::Escaped(&self.input[start..decoder.pos - 1]),
+        })
     }
 
     /// Reads a string that the caller has checked starts here, decoding
     /// escapes. Borrows from the input unless an escape had to be decoded.
     pub fn string(&mut self) -> Result<Cow<'a, str>> {
-        debug_assert_eq!(self.peek(), Some(b'"'));
-        let start = self.pos + 1;
+        let Some(at) = self.next_token().filter(|&at| self.input[at] == b'"') else {
+            return self.syntax();
+        };
+        // The string's bytes hold no token: taking its opening quote leaves
+        // the next token after its closing one.
+        self.take();
+        let start = at + 1;
         let (end, closed) = skip::ascii_run(self.input, start);
         if closed {
-            self.pos = end + 1;
             // SAFETY: the run holds ASCII bytes only, which are valid UTF-8.
             return Ok(Cow::Borrowed(unsafe {
                 std::str::from_utf8_unchecked(&self.input[start..end])
             }));
         }
-        self.pos = end;
-        self.string_rest(start)
+        Decoder {
+            input: self.input,
+            pos: end,
+        }
+        .rest(start)
+    }
+
+    /// Skips one value of any kind and depth.
+    pub fn skip_value(&mut self) -> Result<()> {
+        self.skip_value_to().map(drop)
+    }
+
+    /// Skips one value, and says where it ends when that is known without
+    /// looking for the end of a string.
+    fn skip_value_to(&mut self) -> Result<Option<usize>> {
+        let Some(at) = self.next_token() else {
+            return self.syntax();
+        };
+        match self.input[at] {
+            // Checked by `scan` already, and closed unless it is the last
+            // token of input that `scan` found incomplete.
+            b'"' => {
+                self.take();
+                if !self.complete && self.next_token().is_none() {
+                    return self.syntax();
+                }
+                Ok(None)
+            }
+            b'{' | b'[' => {
+                let walked = walk(
+                    self.input,
+                    &self.tokens,
+                    &mut self.block,
+                    &mut self.pending,
+                    &mut self.spill,
+                );
+                match walked {
+                    Some(end) => Ok(Some(end)),
+                    None => self.syntax(),
+                }
+            }
+            _ => match scalar(self.input, at) {
+                Some(end) => {
+                    self.take_until(end);
+                    Ok(Some(end))
+                }
+                None => self.syntax(),
+            },
+        }
+    }
+
+    /// Skips one value and returns its text, which must be valid UTF-8.
+    pub fn raw_value(&mut self) -> Result<&'a [u8]> {
+        let start = self.pos();
+        let end = match self.skip_value_to()? {
+            Some(end) => end,
+            None => match skip::string(self.input, start + 1) {
+                Ok(end) => end,
+                Err(_) => return self.syntax(),
+            },
+        };
+        let raw = &self.input[start..end];
+        match std::str::from_utf8(raw) {
+            Ok(_) => Ok(raw),
+            Err(e) => Err(Error::new(start + e.valid_up_to(), "invalid UTF-8")),
+        }
+    }
+}
+
+/// The keys of an object being read (see `Reader::members`).
+pub struct Members {
+    started: bool,
+}
+
+impl Members {
+    /// The next key, its colon taken, or `None` after the closing brace.
+    #[inline(always)]
+    pub fn next<'a>(&mut self, r: &mut Reader<'a>) -> Result<Option<Key<'a>>> {
+        match (r.peek(), self.started) {
+            (Some(b'}'), _) => {
+                r.take();
+                return Ok(None);
+            }
+            (Some(b'"'), false) => {}
+            (Some(b','), true) => r.take(),
+            _ => return r.syntax(),
+        }
+        self.started = true;
+        let key = r.key()?;
+        if r.peek() != Some(b':') {
+            return r.syntax();
+        }
+        r.take();
+        Ok(Some(key))
+    }
+}
+
+/// Where the number or literal at `at` ends. Small integers and the
+/// literals, most of what an object holds, are told apart inline.
+#[inline(always)]
+fn scalar(input: &[u8], at: usize) -> Option<usize> {
+    let word = |end: usize, word: &[u8; 4]| {
+        let bytes = input.get(end - 4..end)?;
+        (bytes == word).then_some(end)
+    };
+    match input[at] {
+        b'1'..=b'9' => {
+            let mut end = at + 1;
+            while input.get(end).is_some_and(u8::is_ascii_digit) {
+                end += 1;
+            }
+            match input.get(end) {
+                Some(b'.' | b'e' | b'E') => skip::number(input, at).ok(),
+                _ => Some(end),
+            }
+        }
+        b'-' | b'0' => skip::number(input, at).ok(),
+        b't' => word(at + 4, b"true"),
+        b'f' => word(at + 5, b"alse"),
+        b'n' => word(at + 4, b"null"),
+        _ => None,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn spill_push(spill: &mut Vec<u64>, word: u64) {
+    spill.push(word);
+}
+
+#[cold]
+#[inline(never)]
+fn spill_pop(spill: &mut Vec<u64>) -> Option<u64> {
+    spill.pop()
+}
+
+/// Walks the tokens of the object or array at the next token, checking the
+/// grammar, and takes them: where it ends, or `None` where the input is not
+/// JSON. The cursor (`block`, `pending`) is kept in locals on the way, and
+/// nothing else is carried from one token to the next but the open
+/// containers.
+fn walk(
+    input: &[u8],
+    tokens: &[u64],
+    cursor_block: &mut usize,
+    cursor_pending: &mut u64,
+    spill: &mut Vec<u64>,
+) -> Option<usize> {
+    let (mut block, mut pending) = (*cursor_block, *cursor_pending);
+    let mut base = block * BLOCK;
+    // The next token's position and byte, left in place.
+    macro_rules! peek {
+        () => {{
+            while pending == 0 {
+                block += 1;
+                base += BLOCK;
+                pending = *tokens.get(block)?;
+            }
+            let at = base + pending.trailing_zeros() as usize;
+            debug_assert!(at < input.len());
+            // SAFETY: tokens lie inside the input: `scan` pads the last
+            // block with white space, which holds none.
+            (at, unsafe { *input.get_unchecked(at) })
+        }};
+    }
+    // The same, taken.
+    macro_rules! next {
+        () => {{
+            let token = peek!();
+            pending &= pending - 1;
+            token
+        }};
+    }
+    spill.clear();
+    // Bit 0 is the innermost open container, set for an object; the highest
+    // set bit is a sentinel, so `open == 1` means none is open in this word.
+    let mut open: u64 = 1;
+    let end = 'value: loop {
+        let (at, byte) = next!();
+        match byte {
+            b'"' => {}
+            b'{' | b'[' => {
+                let object = byte == b'{';
+                let (first, first_byte) = peek!();
+                // `}` and `]` follow their openers two code points later.
+                if first_byte == byte + 2 {
+                    pending &= pending - 1;
+                    if open == 1 {
+                        break first + 1;
+                    }
+                } else {
+                    if open >> 63 != 0 {
+                        spill_push(spill, open);
+                        open = 1;
+                    }
+                    open = open << 1 | u64::from(object);
+                    if object {
+                        pending &= pending - 1;
+                        if first_byte != b'"' || next!().1 != b':' {
+                            return None;
+                        }
+                    }
+                    continue 'value;
+                }
+            }
+            _ => {
+                // Every byte of a number or literal is a token: take the
+                // rest of them.
+                let end = scalar(input, at)?;
+                if end - base >= BLOCK {
+                    block = end / BLOCK;
+                    base = block * BLOCK;
+                    pending = tokens.get(block).copied().unwrap_or(0);
+                }
+                pending &= !0 << (end - base);
+                if open == 1 {
+                    break end;
+                }
+            }
+        }
+        // A value has ended: close containers until one goes on.
+        loop {
+            let (token, byte) = next!();
+            let object = open & 1 != 0;
+            match byte {
+                b',' => {
+                    if object && (next!().1 != b'"' || next!().1 != b':') {
+                        return None;
+                    }
+                    continue 'value;
+                }
+                b'}' if object => {}
+                b']' if !object => {}
+                _ => return None,
+            }
+            open >>= 1;
+            if open == 1 {
+                match spill_pop(spill) {
+                    Some(word) => open = word,
+                    None => break 'value token + 1,
+                }
+            }
+        }
+    };
+    (*cursor_block, *cursor_pending) = (block, pending);
+    Some(end)
+}
+
+/// Decodes the rest of a string whose plain ASCII run has stopped.
+struct Decoder<'a> {
+    input: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Decoder<'a> {
+    fn error<T>(&self, reason: &'static str) -> Result<T> {
+        Err(Error::new(self.pos, reason))
+    }
+
+    /// Decodes all of `input`, a string's text between its quotes.
+    fn decode_to_end(mut self) -> Result<Cow<'a, str>> {
+        let mut owned: Vec<u8> = Vec::new();
+        let mut start = self.pos;
+        while let Some(at) = self.input[self.pos..].iter().position(|&b| b == b'\\') {
+            owned.extend_from_slice(&self.input[start..self.pos + at]);
+            self.pos += at + 1;
+            self.decode_escape(&mut owned)?;
+            start = self.pos;
+        }
+        if start == 0 {
+            return self.utf8(Cow::Borrowed(self.input));
+        }
+        owned.extend_from_slice(&self.input[start..]);
+        self.utf8(Cow::Owned(owned))
     }
 
     /// The rest of a string from `self.pos`, where an escape, a byte above
     /// 0x7f or a control character stopped the ASCII run that began at
-    /// `start`. Kept out of line so that the common case above stays small.
+    /// `start`. Kept out of line so that the common case stays small.
     #[inline(never)]
-    fn string_rest(&mut self, mut start: usize) -> Result<Cow<'a, str>> {
+    fn rest(&mut self, mut start: usize) -> Result<Cow<'a, str>> {
         let mut owned: Option<Vec<u8>> = None;
         loop {
-            self.skip_plain();
+            self.pos = skip::plain_end(self.input, self.pos);
             match self.input.get(self.pos) {
                 Some(b'"') => {
                     let raw = &self.input[start..self.pos];
@@ -319,7 +683,6 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    #[inline(always)]
     fn hex4(&mut self) -> Result<u16> {
         let Some(digits) = self.input.get(self.pos..self.pos + 4) else {
             self.pos = self.input.len();
@@ -338,39 +701,12 @@ impl<'a> Reader<'a> {
         self.pos += 4;
         Ok(value)
     }
-
-    /// Advances to the next `"`, `\` or control character (or the end).
-    #[inline(always)]
-    fn skip_plain(&mut self) {
-        self.pos = skip::plain_end(self.input, self.pos);
-    }
-
-    /// Skips one value of any kind and depth.
-    pub fn skip_value(&mut self) -> Result<()> {
-        // Most skipped values are strings: no need to set up for nesting.
-        let skipped = match self.input.get(self.pos) {
-            Some(b'"') => skip::string(self.input, self.pos + 1),
-            _ => skip::value(self.input, self.pos, &mut self.spill),
-        };
-        self.advance(skipped)
-    }
-
-    /// Skips one value and returns its text, which must be valid UTF-8.
-    pub fn raw_value(&mut self) -> Result<&'a [u8]> {
-        self.peek();
-        let start = self.pos;
-        self.skip_value()?;
-        let raw = &self.input[start..self.pos];
-        match std::str::from_utf8(raw) {
-            Ok(_) => Ok(raw),
-            Err(e) => Err(Error::new(start + e.valid_up_to(), "invalid UTF-8")),
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn skip(input: &[u8]) -> Result<()> {
         let mut reader = Reader::new(input);
@@ -434,39 +770,147 @@ mod tests {
             let mut de = serde_json::Deserializer::from_slice(input);
             de.disable_recursion_limit();
             let expected = serde::de::IgnoredAny::deserialize(&mut de).and_then(|_| de.end());
-            assert_eq!(
-                skip(input).is_ok(),
-                expected.is_ok(),
-                "{:?}: {:?} vs serde {:?}",
-                String::from_utf8_lossy(input),
-                skip(input),
-                expected
-            );
+            // At every offset in a block, and across a block's end.
+            for shift in 0..=BLOCK {
+                let input = [&vec![b' '; shift][..], input].concat();
+                assert_eq!(
+                    skip(&input).is_ok(),
+                    expected.is_ok(),
+                    "{:?}: {:?} vs serde {:?}",
+                    String::from_utf8_lossy(&input),
+                    skip(&input),
+                    expected
+                );
+            }
+        }
+    }
+
+    /// The walk over tokens against the byte-by-byte skipper, which is what
+    /// names errors, on a whole document: both accept or both reject, and
+    /// the value ends at the same byte.
+    fn agrees_with_bytes(input: &[u8]) -> std::result::Result<(), TestCaseError> {
+        let mut reader = Reader::new(input);
+        let walked = reader
+            .skip_value()
+            .map(|()| reader.pos())
+            .and_then(|end| reader.end().map(|()| end));
+        let mut spill = Vec::new();
+        let stepped = skip::value(input, 0, &mut spill)
+            .map(|end| skip::white(input, end))
+            .and_then(|end| match skip::white(input, end) {
+                rest if rest == input.len() => Ok(end),
+                rest => Err((rest, "trailing characters")),
+            });
+        match (&walked, &stepped) {
+            (Ok(walked), Ok(stepped)) => prop_assert_eq!(walked, stepped),
+            (Err(_), Err(_)) => {}
+            _ => prop_assert!(
+                false,
+                "{:?}: walked {walked:?}, stepped {stepped:?}",
+                String::from_utf8_lossy(input)
+            ),
+        }
+        Ok(())
+    }
+
+    /// JSON values of every kind with the white space, escapes and numbers
+    /// that the tokens must get right, long enough to cross blocks.
+    fn value() -> impl Strategy<Value = Vec<u8>> {
+        let white = prop::sample::select(vec![&b""[..], b" ", b"\n  ", b"\t"]);
+        let text = prop::collection::vec(
+            prop::sample::select(vec![
+                &b"abc"[..],
+                b"\\\"",
+                b"\\\\",
+                b"\\u00e9",
+                b"\\n",
+                b"\xc3\xa9",
+                b"{}[],:",
+                b"long text that runs on",
+            ]),
+            0..6,
+        )
+        .prop_map(|pieces| [&b"\""[..], &pieces.concat(), b"\""].concat());
+        let scalar = prop_oneof![
+            prop::sample::select(vec![
+                &b"0"[..],
+                b"-1",
+                b"12",
+                b"3.25e-7",
+                b"true",
+                b"false",
+                b"null",
+                b"1234567890123",
+            ])
+            .prop_map(<[u8]>::to_vec),
+            text.clone(),
+        ];
+        scalar.prop_recursive(6, 64, 6, move |inner| {
+            let white = white.clone();
+            let member = (text.clone(), white.clone(), inner.clone())
+                .prop_map(|(k, w, v)| [k, w.to_vec(), b":".to_vec(), w.to_vec(), v].concat());
+            prop_oneof![
+                (prop::collection::vec(inner, 0..6), white.clone()).prop_map(|(items, w)| {
+                    [
+                        &b"["[..],
+                        w,
+                        &items.join(&[w, b",", w].concat()[..]),
+                        w,
+                        b"]",
+                    ]
+                    .concat()
+                }),
+                (prop::collection::vec(member, 0..6), white).prop_map(|(members, w)| {
+                    [
+                        &b"{"[..],
+                        w,
+                        &members.join(&[w, b",", w].concat()[..]),
+                        w,
+                        b"}",
+                    ]
+                    .concat()
+                }),
+            ]
+        })
+    }
+
+    /// One byte cut, dropped, inserted or replaced.
+    fn damaged(input: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
+        let len = input.len();
+        let byte = prop::sample::select(b"{}[]\",:\\ \n\x01nt0-e.x".to_vec());
+        (0..=len, byte, 0..4u8).prop_map(move |(at, byte, how)| {
+            let mut out = input.clone();
+            match how {
+                0 => out.truncate(at),
+                1 if at < len => {
+                    out.remove(at);
+                }
+                2 => out.insert(at, byte),
+                _ if at < len => out[at] = byte,
+                _ => {}
+            }
+            out
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        #[test]
+        fn walking_agrees_with_the_bytes(input in value(), shift in 0..=BLOCK) {
+            agrees_with_bytes(&[&vec![b' '; shift][..], &input].concat())?;
+        }
+
+        #[test]
+        fn walking_agrees_with_the_bytes_on_damaged_values(
+            input in value().prop_flat_map(damaged),
+            shift in 0..=BLOCK,
+        ) {
+            agrees_with_bytes(&[&vec![b' '; shift][..], &input].concat())?;
         }
     }
 
     use serde::Deserialize;
-
-    #[test]
-    fn the_fast_path_finds_every_stop_byte_at_every_offset() {
-        for stop in [b'"', b'\\', 0x00, 0x1f] {
-            for len in 0..40 {
-                let mut input = vec![b'a'; len];
-                input.push(stop);
-                input.extend_from_slice(b"tail");
-                let mut reader = Reader::new(&input);
-                reader.skip_plain();
-                assert_eq!(reader.pos, len, "stop {stop:#x} after {len} bytes");
-            }
-        }
-        // Bytes at or above 0x80 and 0x20..0x7f are never stops.
-        let plain: Vec<u8> = (0x20u8..=0xff)
-            .filter(|&b| b != b'"' && b != b'\\')
-            .collect();
-        let mut reader = Reader::new(&plain);
-        reader.skip_plain();
-        assert_eq!(reader.pos, plain.len());
-    }
 
     #[test]
     fn strings_are_decoded_and_borrowed_when_plain() {
@@ -484,7 +928,7 @@ mod tests {
             let s = reader.string().unwrap();
             assert_eq!(s, expected);
             assert_eq!(matches!(s, Cow::Borrowed(_)), borrowed, "{expected:?}");
-            assert_eq!(reader.pos, input.len());
+            assert_eq!(reader.pos(), input.len());
         }
     }
 
@@ -517,7 +961,7 @@ mod tests {
                     (Ok(ours), Ok(expected)) => {
                         assert_eq!(ours, expected, "{context}");
                         assert_eq!(matches!(ours, Cow::Borrowed(_)), borrowed, "{context}");
-                        assert_eq!(reader.pos, end, "{context}");
+                        assert_eq!(reader.pos(), end, "{context}");
                     }
                     (Err(_), Err(_)) => {}
                     (ours, expected) => panic!("{context}: ours {ours:?}, serde {expected:?}"),

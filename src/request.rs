@@ -54,24 +54,23 @@ fn read_payload<'a>(r: &mut Reader<'a>) -> json::Result<Payload<'a>> {
     )?;
     let (mut request, mut settings) = (None, None);
     let mut seen = [false; 2];
-    r.object(|r, key| match &*key {
-        "request" => {
+    let mut members = r.members();
+    while let Some(key) = members.next(r)? {
+        if key.is("request") {
             first_time(r, &mut seen[0], "request")?;
             expect_object(r, "`request` to be an AdmissionRequest object")?;
             request = Some(read_request(r)?);
-            Ok(())
-        }
-        "settings" => {
+        } else if key.is("settings") {
             first_time(r, &mut seen[1], "settings")?;
             settings = if r.null()? {
                 None
             } else {
                 Some(r.raw_value()?)
             };
-            Ok(())
+        } else {
+            r.skip_value()?;
         }
-        _ => r.skip_value(),
-    })?;
+    }
     r.end()?;
     let Some((operation, object)) = request else {
         return r.fail("missing field `request`");
@@ -88,75 +87,70 @@ type Request<'a> = (Option<Cow<'a, str>>, Option<Object<'a>>);
 fn read_request<'a>(r: &mut Reader<'a>) -> json::Result<Request<'a>> {
     let (mut operation, mut object) = (None, None);
     let mut seen = [false; 2];
-    r.object(|r, key| {
-        match &*key {
-            "operation" => {
-                first_time(r, &mut seen[0], "operation")?;
-                operation = optional_string(r, "`request.operation` to be a string")?;
+    let mut members = r.members();
+    while let Some(key) = members.next(r)? {
+        if key.is("operation") {
+            first_time(r, &mut seen[0], "operation")?;
+            operation = optional_string(r, "`request.operation` to be a string")?;
+        } else if key.is("object") {
+            first_time(r, &mut seen[1], "object")?;
+            if optional_object(r, "`request.object` to be a JSON object or null")? {
+                object = Some(read_object(r)?);
             }
-            "object" => {
-                first_time(r, &mut seen[1], "object")?;
-                if optional_object(r, "`request.object` to be a JSON object or null")? {
-                    object = Some(read_object(r)?);
-                }
-            }
-            _ => r.skip_value()?,
+        } else {
+            r.skip_value()?;
         }
-        Ok(())
-    })?;
+    }
     Ok((operation, object))
 }
 
 fn read_object<'a>(r: &mut Reader<'a>) -> json::Result<Object<'a>> {
     let mut object = Object::default();
     let mut seen = [false; 2];
-    r.object(|r, key| {
-        match &*key {
-            "kind" => {
-                first_time(r, &mut seen[0], "kind")?;
-                object.kind = optional_string(r, "`request.object.kind` to be a string")?;
+    let mut members = r.members();
+    while let Some(key) = members.next(r)? {
+        if key.is("kind") {
+            first_time(r, &mut seen[0], "kind")?;
+            object.kind = optional_string(r, "`request.object.kind` to be a string")?;
+        } else if key.is("metadata") {
+            first_time(r, &mut seen[1], "metadata")?;
+            let what = "`request.object.metadata` to be a JSON object or null";
+            if optional_object(r, what)? {
+                read_metadata(r, &mut object)?;
             }
-            "metadata" => {
-                first_time(r, &mut seen[1], "metadata")?;
-                let what = "`request.object.metadata` to be a JSON object or null";
-                if optional_object(r, what)? {
-                    read_metadata(r, &mut object)?;
-                }
-            }
-            _ => r.skip_value()?,
+        } else {
+            r.skip_value()?;
         }
-        Ok(())
-    })?;
+    }
     Ok(object)
 }
 
 fn read_metadata<'a>(r: &mut Reader<'a>, object: &mut Object<'a>) -> json::Result<()> {
     let mut seen = [false; 3];
-    r.object(|r, key| {
-        match &*key {
-            "name" => {
-                first_time(r, &mut seen[0], "name")?;
-                object.name = optional_string(r, "`metadata.name` to be a string")?;
-            }
-            "namespace" => {
-                first_time(r, &mut seen[1], "namespace")?;
-                object.namespace = optional_string(r, "`metadata.namespace` to be a string")?;
-            }
-            "annotations" => {
-                first_time(r, &mut seen[2], "annotations")?;
-                // A repeated field is an error, so only one map is ever read.
-                let what = "`metadata.annotations` to be a JSON object or null";
-                if optional_object(r, what)? {
-                    r.object(|r, key| {
-                        object.annotation_keys.push(key);
-                        r.skip_value()
-                    })?;
+    let mut members = r.members();
+    while let Some(key) = members.next(r)? {
+        if key.is("name") {
+            first_time(r, &mut seen[0], "name")?;
+            object.name = optional_string(r, "`metadata.name` to be a string")?;
+        } else if key.is("namespace") {
+            first_time(r, &mut seen[1], "namespace")?;
+            object.namespace = optional_string(r, "`metadata.namespace` to be a string")?;
+        } else if key.is("annotations") {
+            first_time(r, &mut seen[2], "annotations")?;
+            // A repeated field is an error, so only one map is ever read.
+            let what = "`metadata.annotations` to be a JSON object or null";
+            if optional_object(r, what)? {
+                let mut annotations = r.members();
+                while let Some(key) = annotations.next(r)? {
+                    object.annotation_keys.push(key.text());
+                    r.skip_value()?;
                 }
             }
-            _ => r.skip_value()?,
+        } else {
+            r.skip_value()?;
         }
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
 fn first_time(r: &mut Reader, seen: &mut bool, field: &'static str) -> json::Result<()> {

@@ -38,8 +38,9 @@ fn read_raw(r: &mut Reader) -> json::Result<RawSettings> {
     }
     let mut raw = RawSettings::default();
     let (mut seen_criteria, mut seen_values) = (false, false);
-    r.object(|r, key| {
-        match &*key {
+    let mut members = r.members();
+    while let Some(key) = members.next(r)? {
+        match &*key.text() {
             "criteria" if seen_criteria => return r.fail("duplicate field `criteria`"),
             "values" if seen_values => return r.fail("duplicate field `values`"),
             "criteria" => {
@@ -76,8 +77,7 @@ fn read_raw(r: &mut Reader) -> json::Result<RawSettings> {
                 ));
             }
         }
-        Ok(())
-    })?;
+    }
     r.end()?;
     Ok(raw)
 }

@@ -1,11 +1,12 @@
-//! Skipping a value: the hot path of every request, since nearly all of an
-//! object is skipped.
+//! The grammar byte by byte. The reader's walk over tokens notices that
+//! input is not JSON; this is what finds the first error and names it. It
+//! also holds the scans that the reader runs on single values: the plain
+//! run of a string that is read, numbers, literals.
 //!
 //! The position is passed by value and the stack of open containers is a
-//! bit set in a register, so that the loop keeps its state out of linear
-//! memory; only nesting deeper than 63 spills words to `spill`. Errors are
-//! `(offset, reason)` pairs, turned into `json::Error` by the caller. The
-//! checks and their messages are those of `Reader`'s reading methods.
+//! bit set in a register; only nesting deeper than 63 spills words to
+//! `spill`. Errors are `(offset, reason)` pairs, turned into `json::Error`
+//! by the caller.
 
 pub type Skip = Result<usize, (usize, &'static str)>;
 
@@ -63,11 +64,28 @@ pub fn plain_end(input: &[u8], pos: usize) -> usize {
 /// be borrowed without a UTF-8 check.
 #[inline(always)]
 pub fn ascii_run(input: &[u8], pos: usize) -> (usize, bool) {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if let Some(chunk) = input.get(pos..).and_then(<[u8]>::first_chunk::<16>) {
+        use core::arch::wasm32::*;
+        // SAFETY: the chunk holds 16 bytes, and a v128 load needs no alignment.
+        let v = unsafe { v128_load(chunk.as_ptr().cast()) };
+        let quote = u8x16_bitmask(u8x16_eq(v, u8x16_splat(b'"')));
+        // Backslashes, control characters and bytes above 0x7f.
+        let other = v128_or(
+            u8x16_eq(v, u8x16_splat(b'\\')),
+            u8x16_ge(u8x16_sub(v, u8x16_splat(0x20)), u8x16_splat(0x60)),
+        );
+        let hits = quote | u8x16_bitmask(other);
+        if hits != 0 {
+            let at = hits.trailing_zeros();
+            return (pos + at as usize, quote >> at & 1 != 0);
+        }
+        return plain_run::<true>(input, pos + 16);
+    }
     plain_run::<true>(input, pos)
 }
 
-#[inline(always)]
-fn white(input: &[u8], mut pos: usize) -> usize {
+pub fn white(input: &[u8], mut pos: usize) -> usize {
     while let Some(b' ' | b'\n' | b'\t' | b'\r') = input.get(pos) {
         pos += 1;
     }
@@ -77,7 +95,6 @@ fn white(input: &[u8], mut pos: usize) -> usize {
 /// Skips the rest of a string whose opening quote is before `pos`; escapes
 /// are checked for form only and bytes are not checked for UTF-8, as
 /// serde_json ignores a string.
-#[inline(always)]
 pub fn string(input: &[u8], mut pos: usize) -> Skip {
     loop {
         let (end, quote) = plain_run::<false>(input, pos);
@@ -95,7 +112,6 @@ pub fn string(input: &[u8], mut pos: usize) -> Skip {
 }
 
 /// The escape after a backslash.
-#[inline(always)]
 fn escape(input: &[u8], pos: usize) -> Skip {
     match input.get(pos) {
         Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(pos + 1),
@@ -120,7 +136,7 @@ fn digits(input: &[u8], mut pos: usize) -> usize {
     pos
 }
 
-fn number(input: &[u8], mut pos: usize) -> Skip {
+pub fn number(input: &[u8], mut pos: usize) -> Skip {
     if input.get(pos) == Some(&b'-') {
         pos += 1;
     }
@@ -167,10 +183,11 @@ pub fn literal(input: &[u8], mut pos: usize, word: &'static [u8]) -> Skip {
 }
 
 /// A member's key and colon; `pos` is where the key must start.
-#[inline(always)]
 fn key(input: &[u8], pos: usize, missing: &'static str) -> Skip {
-    if input.get(pos) != Some(&b'"') {
-        return Err((pos, missing));
+    match input.get(pos) {
+        Some(b'"') => {}
+        Some(_) => return Err((pos, missing)),
+        None => return Err((pos, "unexpected end of input in an object")),
     }
     let pos = white(input, string(input, pos + 1)?);
     match input.get(pos) {
@@ -182,7 +199,6 @@ fn key(input: &[u8], pos: usize, missing: &'static str) -> Skip {
 
 /// A member up to its value, and the value too when it is a string or `{}`
 /// (most of `managedFields`): `true` when the value has been skipped.
-#[inline(always)]
 fn member(
     input: &[u8],
     pos: usize,
@@ -270,5 +286,31 @@ pub fn value(input: &[u8], mut pos: usize, spill: &mut Vec<u64>) -> Skip {
             pos += 1;
             open >>= 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fast_path_finds_every_stop_byte_at_every_offset() {
+        for stop in [b'"', b'\\', 0x00, 0x1f] {
+            for len in 0..40 {
+                let mut input = vec![b'a'; len];
+                input.push(stop);
+                input.extend_from_slice(b"tail");
+                assert_eq!(
+                    plain_end(&input, 0),
+                    len,
+                    "stop {stop:#x} after {len} bytes"
+                );
+            }
+        }
+        // Bytes at or above 0x80 and 0x20..0x7f are never stops.
+        let plain: Vec<u8> = (0x20u8..=0xff)
+            .filter(|&b| b != b'"' && b != b'\\')
+            .collect();
+        assert_eq!(plain_end(&plain, 0), plain.len());
     }
 }

@@ -1,0 +1,123 @@
+//! The compiled module finds the tokens of a payload with WebAssembly SIMD;
+//! the native build, which the unit and property tests exercise, with a
+//! plain loop over the same masks. All the rest is the same code, so the
+//! module must answer every payload exactly as `decide` does natively:
+//! requests with long strings, runs of backslashes, white space and damage
+//! that fall at every offset of a 64-byte block.
+
+mod common;
+
+use annotations_policy::decide;
+use policy_host::validate_payload;
+use proptest::prelude::*;
+
+/// A string's JSON text, heavy in what the masks must get right.
+fn string() -> impl Strategy<Value = String> {
+    let piece = prop::sample::select(vec![
+        "owner",
+        "example.com/app",
+        r"\\",
+        r#"\""#,
+        r"\\\\",
+        r"\u00e9",
+        r"\n",
+        "é",
+        " ",
+        "{}[],:",
+        "a long run of plain text that crosses a block",
+    ]);
+    prop::collection::vec(piece, 0..8).prop_map(|pieces| format!("\"{}\"", pieces.concat()))
+}
+
+fn value() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        string(),
+        prop::sample::select(vec!["0", "-12", "3.5e2", "true", "false", "null"])
+            .prop_map(str::to_string),
+    ];
+    leaf.prop_recursive(4, 40, 5, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5)
+                .prop_map(|items| format!("[{}]", items.join(" ,"))),
+            prop::collection::vec((string(), inner), 0..5).prop_map(|members| {
+                let members: Vec<String> = members
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect();
+                format!("{{ {} }}", members.join(","))
+            }),
+        ]
+    })
+}
+
+/// A `validate` payload: the annotations to judge, a spec of any shape
+/// before them, and padding that moves everything along the blocks.
+fn payload() -> impl Strategy<Value = Vec<u8>> {
+    let annotations = prop::collection::vec((string(), string()), 0..4);
+    (0usize..64, value(), annotations, any::<bool>()).prop_map(
+        |(padding, spec, annotations, required)| {
+            let annotations: Vec<String> = annotations
+                .into_iter()
+                .map(|(k, v)| format!("{k}:{v}"))
+                .collect();
+            let request = format!(
+                r#"{{"uid":"{}","operation":"CREATE","object":{{"kind":"Pod","spec":{spec},"metadata":{{"name":"p","annotations":{{{}}}}}}}}}"#,
+                "x".repeat(padding),
+                annotations.join(",")
+            );
+            let criteria = if required { "containsAnyOf" } else { "doesNotContainAnyOf" };
+            let settings = format!(r#"{{"criteria":"{criteria}","values":["owner"]}}"#);
+            validate_payload(request.as_bytes(), settings.as_bytes())
+        },
+    )
+}
+
+/// One byte cut, dropped, inserted or replaced.
+fn damaged(input: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
+    let len = input.len();
+    let byte = prop::sample::select(b"{}[]\",:\\ \n\x01tu0.".to_vec());
+    (0..=len, byte, 0..4u8).prop_map(move |(at, byte, how)| {
+        let mut out = input.clone();
+        match how {
+            0 => out.truncate(at),
+            1 if at < len => {
+                out.remove(at);
+            }
+            2 => out.insert(at, byte),
+            _ if at < len => out[at] = byte,
+            _ => {}
+        }
+        out
+    })
+}
+
+fn answers_as_natively(payload: &[u8]) -> Result<(), TestCaseError> {
+    let policy = common::policy();
+    let module = policy
+        .validate_payload(payload)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let native = decide(payload);
+    prop_assert_eq!(
+        (module.accepted, module.message),
+        (native.is_ok(), native.err()),
+        "{}",
+        String::from_utf8_lossy(payload)
+    );
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1500))]
+
+    #[test]
+    fn the_module_answers_generated_payloads_as_native_code_does(payload in payload()) {
+        answers_as_natively(&payload)?;
+    }
+
+    #[test]
+    fn the_module_answers_damaged_payloads_as_native_code_does(
+        payload in payload().prop_flat_map(damaged)
+    ) {
+        answers_as_natively(&payload)?;
+    }
+}
