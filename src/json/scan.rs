@@ -28,23 +28,29 @@ pub struct Classes {
     pub backslash: u64,
     /// Bytes below 0x20, never allowed raw in a string.
     pub control: u64,
+    /// What may follow a backslash: `" \ / b f n r t u`.
+    pub escapable: u64,
+    pub u: u64,
 }
 
 /// Classifies a block. White space, backslashes and control characters
 /// are rare in what the API server sends, so only quotes are always looked
 /// for; the rest only in a block that holds a byte up to 0x20 or a
-/// backslash.
+/// backslash, or whose first byte a backslash escapes (`escaped_in`).
 #[inline(always)]
-pub fn classify(block: &[u8; BLOCK]) -> Classes {
+pub fn classify(block: &[u8; BLOCK], escaped_in: bool) -> Classes {
     let (quote, rare) = lanes::quotes(block);
-    let mut c = Classes {
-        quote,
-        ..Classes::default()
-    };
-    if rare {
-        (c.white, c.backslash, c.control) = lanes::rare(block);
+    if rare || escaped_in {
+        Classes {
+            quote,
+            ..lanes::rare(block)
+        }
+    } else {
+        Classes {
+            quote,
+            ..Classes::default()
+        }
     }
-    c
 }
 
 /// The masks, 16 bytes at a time with WebAssembly's SIMD instructions.
@@ -52,7 +58,7 @@ pub fn classify(block: &[u8; BLOCK]) -> Classes {
 mod lanes {
     use core::arch::wasm32::*;
 
-    use super::BLOCK;
+    use super::{BLOCK, Classes};
 
     #[inline(always)]
     fn load(block: &[u8; BLOCK], lane: usize) -> v128 {
@@ -89,21 +95,32 @@ mod lanes {
         (q0 | q1 | q2 | q3, v128_any_true(rare))
     }
 
-    /// White space, backslashes and control characters.
+    /// White space, backslashes, control characters and what may follow a
+    /// backslash; quotes are left to the caller.
     #[inline(never)]
-    pub fn rare(block: &[u8; BLOCK]) -> (u64, u64, u64) {
+    pub fn rare(block: &[u8; BLOCK]) -> Classes {
         // Indexed by a byte below 16: all ones for \t, \n and \r (a swizzle
         // gives 0 for larger indices, so the space is compared apart).
         const WHITE_BELOW_16: v128 = u8x16(0, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 0, 0, 255, 0, 0);
-        let (mut white, mut backslash, mut control) = (0, 0, 0);
+        // Bytes that may follow a backslash, looked up by their two halves:
+        // a bit per high half (2, 5, 6, 7), set for the low halves that go
+        // with it (`" /`, `\\`, `b f n`, `r t u`).
+        const BY_HIGH: v128 = u8x16(0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0);
+        const BY_LOW: v128 = u8x16(0, 0, 13, 0, 8, 8, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1);
+        let mut c = Classes::default();
         for lane in 0..BLOCK / 16 {
             let v = load(block, lane);
             let space = u8x16_eq(v, u8x16_splat(b' '));
-            white |= bits(v128_or(i8x16_swizzle(WHITE_BELOW_16, v), space), lane);
-            backslash |= bits(u8x16_eq(v, u8x16_splat(b'\\')), lane);
-            control |= bits(u8x16_lt(v, u8x16_splat(0x20)), lane);
+            c.white |= bits(v128_or(i8x16_swizzle(WHITE_BELOW_16, v), space), lane);
+            c.backslash |= bits(u8x16_eq(v, u8x16_splat(b'\\')), lane);
+            c.control |= bits(u8x16_lt(v, u8x16_splat(0x20)), lane);
+            let high = i8x16_swizzle(BY_HIGH, u8x16_shr(v, 4));
+            let low = i8x16_swizzle(BY_LOW, v128_and(v, u8x16_splat(0x0f)));
+            let none = u8x16_eq(v128_and(high, low), u8x16_splat(0));
+            c.escapable |= !bits(none, lane) & (0xffff << (16 * lane));
+            c.u |= bits(u8x16_eq(v, u8x16_splat(b'u')), lane);
         }
-        (white, backslash, control)
+        c
     }
 }
 
@@ -111,7 +128,7 @@ mod lanes {
 /// available (the native tests).
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 mod lanes {
-    use super::BLOCK;
+    use super::{BLOCK, Classes};
 
     pub fn quotes(block: &[u8; BLOCK]) -> (u64, bool) {
         let mut quote = 0;
@@ -123,14 +140,20 @@ mod lanes {
         (quote, rare)
     }
 
-    pub fn rare(block: &[u8; BLOCK]) -> (u64, u64, u64) {
-        let (mut white, mut backslash, mut control) = (0, 0, 0);
+    pub fn rare(block: &[u8; BLOCK]) -> Classes {
+        let mut c = Classes::default();
         for (i, &b) in block.iter().enumerate() {
-            white |= u64::from(matches!(b, b' ' | b'\t' | b'\n' | b'\r')) << i;
-            backslash |= u64::from(b == b'\\') << i;
-            control |= u64::from(b < 0x20) << i;
+            let escapable = matches!(
+                b,
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' | b'u'
+            );
+            c.white |= u64::from(matches!(b, b' ' | b'\t' | b'\n' | b'\r')) << i;
+            c.backslash |= u64::from(b == b'\\') << i;
+            c.control |= u64::from(b < 0x20) << i;
+            c.escapable |= u64::from(escapable) << i;
+            c.u |= u64::from(b == b'u') << i;
         }
-        (white, backslash, control)
+        c
     }
 }
 
@@ -176,23 +199,17 @@ pub fn prefix_xor(mut bits: u64) -> u64 {
     bits
 }
 
-/// Whether every escaped byte (bits of `escaped`, in the block at `base`)
-/// is one JSON allows, `\u` followed by four hex digits.
+/// Whether each `u` escaped in the block at `base` (bits of `escaped_u`)
+/// is followed by four hex digits.
 #[inline(never)]
-fn escapes_are_valid(input: &[u8], base: usize, block: &[u8; BLOCK], mut escaped: u64) -> bool {
-    while escaped != 0 {
-        let i = escaped.trailing_zeros() as usize;
-        match block[i] {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
-            b'u' => {
-                let digits = input.get(base + i + 1..).and_then(<[u8]>::first_chunk::<4>);
-                if !digits.is_some_and(|d| d.iter().all(u8::is_ascii_hexdigit)) {
-                    return false;
-                }
-            }
-            _ => return false,
+fn hex_follows(input: &[u8], base: usize, mut escaped_u: u64) -> bool {
+    while escaped_u != 0 {
+        let at = base + escaped_u.trailing_zeros() as usize + 1;
+        let digits = input.get(at..).and_then(<[u8]>::first_chunk::<4>);
+        if !digits.is_some_and(|d| d.iter().all(u8::is_ascii_hexdigit)) {
+            return false;
         }
-        escaped &= escaped - 1;
+        escaped_u &= escaped_u - 1;
     }
     true
 }
@@ -257,13 +274,15 @@ impl Carry {
     /// a string in it holds a control character or a bad escape.
     #[inline(always)]
     fn tokens(&mut self, input: &[u8], base: usize, block: &[u8; BLOCK]) -> Option<u64> {
-        let c = classify(block);
+        let c = classify(block, self.escaped != 0);
         let (escaped, carry) = escapes(c.backslash, self.escaped);
         let quotes = c.quote & !escaped;
         let inside = prefix_xor(quotes) ^ self.in_string;
         // A backslash outside a string is an error the reader will meet.
+        let escaped = escaped & inside;
         if c.control & inside != 0
-            || (escaped & inside != 0 && !escapes_are_valid(input, base, block, escaped & inside))
+            || escaped & !c.escapable != 0
+            || (escaped & c.u != 0 && !hex_follows(input, base, escaped & c.u))
         {
             return None;
         }
