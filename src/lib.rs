@@ -4,6 +4,8 @@
 pub mod annotation_key;
 pub mod bytes;
 pub mod criterion;
+#[cfg(test)]
+pub mod damage;
 pub mod evaluator;
 pub mod json;
 pub mod message;

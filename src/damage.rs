@@ -1,0 +1,24 @@
+//! Damage for property tests: a generated input with one byte cut short,
+//! dropped, inserted or replaced, which a decoder must reject (or accept)
+//! exactly as its reference does. `tests/lanes.rs` includes this file too.
+
+use proptest::prelude::*;
+
+/// `input` cut short somewhere, or with one byte dropped, or with one of
+/// `bytes` inserted or put in place of another; now and then left whole.
+pub fn damaged(input: Vec<u8>, bytes: &'static [u8]) -> impl Strategy<Value = Vec<u8>> {
+    let len = input.len();
+    (0..=len, prop::sample::select(bytes), 0..5u8).prop_map(move |(at, byte, how)| {
+        let mut out = input.clone();
+        match how {
+            0 => out.truncate(at),
+            1 if at < len => {
+                out.remove(at);
+            }
+            2 => out.insert(at, byte),
+            3 if at < len => out[at] = byte,
+            _ => {}
+        }
+        out
+    })
+}
