@@ -55,13 +55,14 @@ impl fmt::Display for Error {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// An object's key, as `Reader::object` hands it over, already checked.
+/// An object's key, as `Members::next` hands it over, already checked.
 /// Nearly every key holds no escape, and is compared and kept as it stands
 /// in the input; one that does is decoded again where its text is needed.
 #[derive(Debug, Clone, Copy)]
 pub enum Key<'a> {
     Plain(&'a str),
-    /// The text between the quotes, escapes and all.
+    /// The text after the opening quote, escapes and all, and the closing
+    /// quote.
     Escaped(&'a [u8]),
 }
 
@@ -88,8 +89,8 @@ impl<'a> Key<'a> {
 #[cold]
 #[inline(never)]
 fn decode_key(raw: &[u8]) -> Cow<'_, str> {
-    let decoder = Decoder { input: raw, pos: 0 };
-    match decoder.decode_to_end() {
+    let mut decoder = Decoder { input: raw, pos: 0 };
+    match decoder.rest(0) {
         Ok(text) => text,
         Err(_) => unreachable!("a key that was read decodes again"),
     }
@@ -298,7 +299,7 @@ impl<'a> Reader<'a> {
         Ok(match decoder.rest(start)? {
             Cow::Borrowed(key) => Key::Plain(key),
             // The decoder stops just after the closing quote.
-            Cow::Owned(_) => Key::Escaped(&self.input[start..decoder.pos - 1]),
+            Cow::Owned(_) => Key::Escaped(&self.input[start..decoder.pos]),
         })
     }
 
@@ -559,23 +560,6 @@ struct Decoder<'a> {
 impl<'a> Decoder<'a> {
     fn error<T>(&self, reason: &'static str) -> Result<T> {
         Err(Error::new(self.pos, reason))
-    }
-
-    /// Decodes all of `input`, a string's text between its quotes.
-    fn decode_to_end(mut self) -> Result<Cow<'a, str>> {
-        let mut owned: Vec<u8> = Vec::new();
-        let mut start = self.pos;
-        while let Some(at) = self.input[self.pos..].iter().position(|&b| b == b'\\') {
-            owned.extend_from_slice(&self.input[start..self.pos + at]);
-            self.pos += at + 1;
-            self.decode_escape(&mut owned)?;
-            start = self.pos;
-        }
-        if start == 0 {
-            return self.utf8(Cow::Borrowed(self.input));
-        }
-        owned.extend_from_slice(&self.input[start..]);
-        self.utf8(Cow::Owned(owned))
     }
 
     /// The rest of a string from `self.pos`, where an escape, a byte above
