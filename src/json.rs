@@ -140,12 +140,7 @@ impl<'a> Reader<'a> {
 
     /// Takes every token before `end`: the rest of a number or literal.
     fn take_until(&mut self, end: usize) {
-        let block = end / BLOCK;
-        if block != self.block {
-            self.block = block.min(self.tokens.len());
-            self.pending = self.tokens.get(block).copied().unwrap_or(0);
-        }
-        self.pending &= !0 << (end % BLOCK);
+        (self.block, self.pending) = cursor_at(&self.tokens, end);
     }
 
     /// Where the next token starts, or the end of the input.
@@ -236,12 +231,12 @@ impl<'a> Reader<'a> {
         if self.input[at] != b'n' {
             return Ok(false);
         }
-        match skip::literal(self.input, at, b"null") {
-            Ok(end) => {
+        match scalar(self.input, at) {
+            Some(end) => {
                 self.take_until(end);
                 Ok(true)
             }
-            Err(_) => self.syntax(),
+            None => self.syntax(),
         }
     }
 
@@ -400,6 +395,15 @@ impl Members {
     }
 }
 
+/// The cursor (block, tokens not yet taken) that takes every token before
+/// `end`: the rest of a number or literal, each of whose bytes is a token.
+#[inline(always)]
+fn cursor_at(tokens: &[u64], end: usize) -> (usize, u64) {
+    let block = end / BLOCK;
+    let pending = tokens.get(block).copied().unwrap_or(0);
+    (block, pending & !0 << (end % BLOCK))
+}
+
 /// Where the number or literal at `at` ends. Small integers and the
 /// literals, most of what an object holds, are told apart inline.
 #[inline(always)]
@@ -512,12 +516,8 @@ fn walk(
                 // Every byte of a number or literal is a token: take the
                 // rest of them.
                 let end = scalar(input, at)?;
-                if end - base >= BLOCK {
-                    block = end / BLOCK;
-                    base = block * BLOCK;
-                    pending = tokens.get(block).copied().unwrap_or(0);
-                }
-                pending &= !0 << (end - base);
+                (block, pending) = cursor_at(tokens, end);
+                base = block * BLOCK;
                 if open == 1 {
                     break end;
                 }

@@ -171,7 +171,7 @@ pub fn number(input: &[u8], mut pos: usize) -> Skip {
     Ok(pos)
 }
 
-pub fn literal(input: &[u8], mut pos: usize, word: &'static [u8]) -> Skip {
+fn literal(input: &[u8], mut pos: usize, word: &'static [u8]) -> Skip {
     for &expected in word {
         match input.get(pos) {
             Some(&b) if b == expected => pos += 1,
