@@ -240,6 +240,25 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Consumes `true` or `false` if one comes next.
+    pub fn boolean(&mut self) -> Result<Option<bool>> {
+        let Some(at) = self.next_token() else {
+            return Ok(None);
+        };
+        let value = match self.input[at] {
+            b't' => true,
+            b'f' => false,
+            _ => return Ok(None),
+        };
+        match scalar(self.input, at) {
+            Some(end) => {
+                self.take_until(end);
+                Ok(Some(value))
+            }
+            None => self.syntax(),
+        }
+    }
+
     /// Starts reading the object that the caller has checked starts here:
     /// `Members::next` gives its keys one by one, and the caller reads or
     /// skips each value before asking for the next key.
@@ -346,6 +365,23 @@ impl<'a> Reader<'a> {
                 }
                 None => self.syntax(),
             },
+        }
+    }
+
+    /// Skips the object that the caller has checked starts here and returns
+    /// its text. Its own keys are read, as serde_json reads the keys of any
+    /// object it deserialises (valid UTF-8, paired surrogates); its values
+    /// are only skipped.
+    pub fn object_text(&mut self) -> Result<&'a [u8]> {
+        let start = self.pos();
+        let mut members = self.members();
+        loop {
+            let at = self.pos();
+            match members.next(self)? {
+                Some(_) => self.skip_value()?,
+                // `at` was the closing brace.
+                None => return Ok(&self.input[start..=at]),
+            }
         }
     }
 

@@ -1,7 +1,8 @@
 //! Decodes a `validate` payload down to what the decision needs: the
-//! operation, the object's kind and name, its annotation keys, and the raw
-//! settings. Everything else is skipped by `json::Reader` without being
-//! built; `reference` is the serde model it must agree with.
+//! operation, the object's kind and name, its annotation keys, the old
+//! object's text, and the raw settings. Everything else is skipped by
+//! `json::Reader` without being built; `reference` is the serde model it
+//! must agree with.
 
 use std::borrow::Cow;
 
@@ -18,6 +19,10 @@ pub struct Payload<'a> {
     pub operation: Option<Cow<'a, str>>,
     /// `None` when the request carries no object (`null` or absent).
     pub object: Option<Object<'a>>,
+    /// The text of `oldObject` when it is an object, checked as JSON but
+    /// not read: only an update that the new object fails needs it
+    /// (`decode_object` reads it then).
+    pub old_object: Option<&'a [u8]>,
     /// The settings exactly as sent, `None` when absent.
     pub settings: Option<&'a [u8]>,
 }
@@ -47,6 +52,16 @@ pub fn decode(payload: &[u8]) -> Result<Payload<'_>, String> {
     read_payload(&mut Reader::new(payload)).map_err(|e| format!("malformed request: {e}"))
 }
 
+/// Reads an object on its own, as `decode` reads `request.object`: for the
+/// text of `Payload::old_object`.
+pub fn decode_object(text: &[u8]) -> Result<Object<'_>, String> {
+    let r = &mut Reader::new(text);
+    let object = expect_object(r, "a JSON object")
+        .and_then(|()| read_object(r))
+        .and_then(|object| r.end().map(|()| object));
+    object.map_err(|e| format!("malformed object: {e}"))
+}
+
 fn read_payload<'a>(r: &mut Reader<'a>) -> json::Result<Payload<'a>> {
     expect_object(
         r,
@@ -72,36 +87,47 @@ fn read_payload<'a>(r: &mut Reader<'a>) -> json::Result<Payload<'a>> {
         }
     }
     r.end()?;
-    let Some((operation, object)) = request else {
+    let Some(request) = request else {
         return r.fail("missing field `request`");
     };
     Ok(Payload {
-        operation,
-        object,
+        operation: request.operation,
+        object: request.object,
+        old_object: request.old_object,
         settings,
     })
 }
 
-type Request<'a> = (Option<Cow<'a, str>>, Option<Object<'a>>);
+#[derive(Default)]
+struct Request<'a> {
+    operation: Option<Cow<'a, str>>,
+    object: Option<Object<'a>>,
+    old_object: Option<&'a [u8]>,
+}
 
 fn read_request<'a>(r: &mut Reader<'a>) -> json::Result<Request<'a>> {
-    let (mut operation, mut object) = (None, None);
-    let mut seen = [false; 2];
+    let mut request = Request::default();
+    let mut seen = [false; 3];
     let mut members = r.members();
     while let Some(key) = members.next(r)? {
         if key.is("operation") {
             first_time(r, &mut seen[0], "operation")?;
-            operation = optional_string(r, "`request.operation` to be a string")?;
+            request.operation = optional_string(r, "`request.operation` to be a string")?;
         } else if key.is("object") {
             first_time(r, &mut seen[1], "object")?;
             if optional_object(r, "`request.object` to be a JSON object or null")? {
-                object = Some(read_object(r)?);
+                request.object = Some(read_object(r)?);
+            }
+        } else if key.is("oldObject") {
+            first_time(r, &mut seen[2], "oldObject")?;
+            if optional_object(r, "`request.oldObject` to be a JSON object or null")? {
+                request.old_object = Some(r.object_text()?);
             }
         } else {
             r.skip_value()?;
         }
     }
-    Ok((operation, object))
+    Ok(request)
 }
 
 fn read_object<'a>(r: &mut Reader<'a>) -> json::Result<Object<'a>> {
@@ -253,6 +279,89 @@ mod tests {
     }
 
     #[test]
+    fn the_old_object_is_kept_as_text_and_read_when_asked() {
+        let old =
+            r#"{"kind":"Pod","metadata":{"name":"web","annotations":{"a":"1","\u0062":"2"}}}"#;
+        let payload = format!(
+            r#"{{"request":{{"operation":"UPDATE","oldObject": {old} ,"object":{{"kind":"Pod"}}}}}}"#
+        );
+        let decoded = decode(payload.as_bytes()).unwrap();
+        assert_eq!(decoded.old_object, Some(old.as_bytes()));
+        let old = decode_object(decoded.old_object.unwrap()).unwrap();
+        assert_eq!(old.name.as_deref(), Some("web"));
+        assert_eq!(old.annotation_keys, ["a", "b"]);
+        for absent in [
+            r#"{"request":{"operation":"CREATE","object":{}}}"#,
+            r#"{"request":{"operation":"CREATE","object":{},"oldObject":null}}"#,
+        ] {
+            assert_eq!(decode(absent.as_bytes()).unwrap().old_object, None);
+        }
+    }
+
+    #[test]
+    fn an_object_read_alone_must_be_one_object() {
+        for (text, fragment) in [
+            ("[]", "expected a JSON object, found an array"),
+            ("{} {}", "trailing characters"),
+            (
+                r#"{"metadata":{"annotations":{"\ud800":"x"}}}"#,
+                "unpaired surrogate",
+            ),
+        ] {
+            let error = decode_object(text.as_bytes()).unwrap_err();
+            assert!(error.starts_with("malformed object: "), "{error}");
+            assert!(error.contains(fragment), "{text}: {error}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The old object's text is exactly the value serde_json finds there,
+        /// wherever it stands and whatever white space surrounds it.
+        #[test]
+        fn the_old_object_text_is_the_value_serde_finds(
+            keys in proptest::collection::btree_set("[a-c/.]{0,6}", 0..6),
+            spec_depth in 0usize..100,
+            white in "[ \t\n]{0,3}",
+            old_first in proptest::bool::ANY,
+        ) {
+            let annotations: serde_json::Map<String, serde_json::Value> =
+                keys.iter().map(|k| (k.clone(), "v".into())).collect();
+            let spec = format!("{}1{}", "[".repeat(spec_depth), "]".repeat(spec_depth));
+            let old = format!(
+                r#"{{"spec":{spec},{white}"metadata":{}}}"#,
+                serde_json::json!({"annotations": annotations})
+            );
+            let (first, second) = match old_first {
+                true => (format!(r#""oldObject":{white}{old}{white}"#), r#""object":{}"#.to_string()),
+                false => (r#""object":{}"#.to_string(), format!(r#""oldObject":{white}{old}{white}"#)),
+            };
+            let payload = format!(r#"{{"request":{{{first},{second}}}}}"#);
+            let ours = decode(payload.as_bytes()).unwrap().old_object.unwrap();
+            #[derive(serde::Deserialize)]
+            struct Request<'a> {
+                #[serde(borrow, rename = "oldObject")]
+                old_object: &'a serde_json::value::RawValue,
+            }
+            #[derive(serde::Deserialize)]
+            struct Wire<'a> {
+                #[serde(borrow)]
+                request: Request<'a>,
+            }
+            let mut de = serde_json::Deserializer::from_str(&payload);
+            de.disable_recursion_limit();
+            let wire: Wire = serde::Deserialize::deserialize(&mut de).unwrap();
+            proptest::prop_assert_eq!(ours, wire.request.old_object.get().as_bytes());
+            let read: std::collections::BTreeSet<String> = decode_object(ours)
+                .unwrap()
+                .annotation_keys
+                .into_iter()
+                .map(Cow::into_owned)
+                .collect();
+            proptest::prop_assert_eq!(read, keys);
+        }
+    }
+
+    #[test]
     fn escaped_keys_are_decoded_and_plain_keys_borrowed() {
         let payload = r#"{"request":{"object":{"metadata":{"annotations":
             {"\u006fwner":"x","plain":"y","tab\tinside":"z","caf\u00e9":"w","\ud83d\ude00":"v"}}}}}"#;
@@ -324,6 +433,15 @@ mod tests {
                 r#"{"request":{"object":[]}}"#,
                 "`request.object` to be a JSON object or null",
             ),
+            (
+                r#"{"request":{"oldObject":"pod"}}"#,
+                "`request.oldObject` to be a JSON object or null",
+            ),
+            (
+                r#"{"request":{"oldObject":{},"oldObject":null}}"#,
+                "duplicate field `oldObject`",
+            ),
+            (r#"{"request":{"oldObject":{"a":[}}}"#, "expected a value"),
             (
                 r#"{"request":{"object":{"metadata":7}}}"#,
                 "`request.object.metadata` to be a JSON object or null",
