@@ -1,9 +1,25 @@
 //! The words of a rejection: which rule failed, on which object, and exactly
 //! which annotations to add or remove.
+//!
+//! kubectl prints a rejection whole, so a message stays short whatever the
+//! request: a list names at most `MAX_LISTED` entries (the first ones in
+//! sorted order) and then counts the rest, and a name longer than a line's
+//! worth is shortened in the middle. A message is at most `MAX_MESSAGE`
+//! bytes.
 
 use std::fmt::{self, Write as _};
 
 use crate::evaluator::Violation;
+
+/// How many entries a list names before it counts the rest.
+pub const MAX_LISTED: usize = 20;
+/// The most bytes one shortened text takes, escapes included.
+const MAX_SHORT: usize = 78;
+/// Of a shortened text, the bytes kept from its start and from its end.
+const HEAD: usize = 44;
+const TAIL: usize = 30;
+/// Every message is shorter than this (`messages_stay_short` holds it).
+pub const MAX_MESSAGE: usize = 4096;
 
 /// The object a message speaks of, as far as the request names it.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -20,13 +36,13 @@ impl fmt::Display for Subject<'_> {
         let namespace = self.namespace.filter(|n| !n.is_empty());
         match (kind, name) {
             (None, None) => return f.write_str("the object"),
-            (Some(kind), _) => f.write_str(kind)?,
+            (Some(kind), _) => write!(f, "{}", Short(kind))?,
             (None, Some(_)) => f.write_str("object")?,
         }
         if let Some(name) = name {
             match namespace {
-                Some(namespace) => write!(f, " \"{}/{}\"", Escaped(namespace), Escaped(name))?,
-                None => write!(f, " {}", Quoted(name))?,
+                Some(namespace) => write!(f, " \"{}/{}\"", Short(namespace), Short(name))?,
+                None => write!(f, " {}", Name(name))?,
             }
         }
         Ok(())
@@ -41,6 +57,62 @@ pub struct Quoted<'a>(pub &'a str);
 impl fmt::Display for Quoted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "\"{}\"", Escaped(self.0))
+    }
+}
+
+/// A name as a message shows it: quoted like `Quoted`, and shortened like
+/// `Short`.
+pub struct Name<'a>(pub &'a str);
+
+impl fmt::Display for Name<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{}\"", Short(self.0))
+    }
+}
+
+/// Escaped text of at most `MAX_SHORT` bytes: a longer one keeps its start
+/// and its end, where a key's prefix and name are, around an ellipsis.
+pub struct Short<'a>(pub &'a str);
+
+impl fmt::Display for Short<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.0;
+        let bytes = text.as_bytes();
+        let mut total = 0;
+        if bytes.iter().all(|&b| {
+            total += escaped_len(b);
+            total <= MAX_SHORT
+        }) {
+            return write!(f, "{}", Escaped(text));
+        }
+        // As many bytes as fit from each end, then back to a character's
+        // start; an escape is never cut, since it stands for one byte.
+        let (mut head, mut kept) = (0, 0);
+        while kept + escaped_len(bytes[head]) <= HEAD {
+            kept += escaped_len(bytes[head]);
+            head += 1;
+        }
+        while !text.is_char_boundary(head) {
+            head -= 1;
+        }
+        let (mut tail, mut kept) = (bytes.len(), 0);
+        while kept + escaped_len(bytes[tail - 1]) <= TAIL {
+            kept += escaped_len(bytes[tail - 1]);
+            tail -= 1;
+        }
+        while !text.is_char_boundary(tail) {
+            tail += 1;
+        }
+        write!(f, "{}…{}", Escaped(&text[..head]), Escaped(&text[tail..]))
+    }
+}
+
+/// The bytes `b` takes once escaped (see `Escaped`).
+fn escaped_len(b: u8) -> usize {
+    match b {
+        b'"' | b'\\' | b'\n' | b'\r' | b'\t' => 2,
+        0..=0x1f | 0x7f => 6,
+        _ => 1,
     }
 }
 
@@ -71,27 +143,84 @@ impl fmt::Display for Escaped<'_> {
     }
 }
 
-/// Renders `names` as a quoted, comma-separated list, in the order given
-/// (callers pass sorted lists).
-struct List<'a, T>(&'a [T]);
+/// The first `MAX_LISTED` of `items`, each shown by `show`, and then how
+/// many more there are.
+pub struct List<'a, T, F> {
+    items: &'a [T],
+    separator: &'a str,
+    show: F,
+}
 
-impl<T: AsRef<str>> fmt::Display for List<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, name) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            write!(f, "{}", Quoted(name.as_ref()))?;
+impl<'a, T, F> List<'a, T, F>
+where
+    F: Fn(&mut fmt::Formatter<'_>, &T) -> fmt::Result,
+{
+    pub fn new(items: &'a [T], separator: &'a str, show: F) -> Self {
+        List {
+            items,
+            separator,
+            show,
         }
-        Ok(())
     }
 }
 
-/// The message for a rejected object. `values` are the configured names,
+impl<T, F> fmt::Display for List<'_, T, F>
+where
+    F: Fn(&mut fmt::Formatter<'_>, &T) -> fmt::Result,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, item) in self.items.iter().take(MAX_LISTED).enumerate() {
+            if i > 0 {
+                f.write_str(self.separator)?;
+            }
+            (self.show)(f, item)?;
+        }
+        match self.items.len().checked_sub(MAX_LISTED) {
+            Some(more) if more > 0 => write!(f, "{}… and {} more", self.separator, Count(more)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Names, quoted and comma-separated, in the order given (callers pass
+/// sorted lists).
+fn names<T: AsRef<str>>(items: &[T]) -> impl fmt::Display + '_ {
+    List::new(items, ", ", |f, name: &T| {
+        write!(f, "{}", Name(name.as_ref()))
+    })
+}
+
+/// A number with a comma between each group of three digits.
+struct Count(usize);
+
+impl fmt::Display for Count {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The digits from the last, a comma before every third.
+        let mut text = [0u8; 32];
+        let (mut n, mut at, mut digits) = (self.0, text.len(), 0usize);
+        loop {
+            if digits > 0 && digits.is_multiple_of(3) {
+                at -= 1;
+                text[at] = b',';
+            }
+            at -= 1;
+            text[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            digits += 1;
+            if n == 0 {
+                break;
+            }
+        }
+        // Only ASCII digits and commas were written.
+        f.write_str(std::str::from_utf8(&text[at..]).unwrap_or_default())
+    }
+}
+
+/// The message for a rejected object. `values` are the configured values,
 /// sorted.
 pub fn rejection(subject: &Subject, values: &[String], violation: &Violation) -> String {
     let mut out = String::new();
-    let values = List(values);
+    let values = names(values);
     // Writing to a String cannot fail.
     let _ = match violation {
         Violation::NoneOfValues => write!(
@@ -101,12 +230,15 @@ pub fn rejection(subject: &Subject, values: &[String], violation: &Violation) ->
         Violation::Forbidden(found) => write!(
             out,
             "{subject} carries forbidden annotations; remove {}",
-            List(found)
+            names(found)
         ),
         Violation::Missing(missing) => write!(
             out,
             "{subject} lacks required annotations; add {}",
-            List(missing)
+            List::new(missing, ", ", |f, value: &&str| match value.contains('*') {
+                true => write!(f, "an annotation matching {}", Name(value)),
+                false => write!(f, "{}", Name(value)),
+            })
         ),
         Violation::AllValues => write!(
             out,
@@ -120,12 +252,12 @@ pub fn rejection(subject: &Subject, values: &[String], violation: &Violation) ->
         Violation::OnlyValues(found) => write!(
             out,
             "{subject} carries only the annotations {}; it needs at least one annotation other than {values}",
-            List(found)
+            names(found)
         ),
         Violation::Unlisted(unlisted) => write!(
             out,
             "{subject} carries annotations outside the allowed list {values}; remove {}",
-            List(unlisted)
+            names(unlisted)
         ),
     };
     capitalise(out)
@@ -222,6 +354,116 @@ mod tests {
         }
         let message = rejection(&Subject::default(), &values(), &Violation::AllValues);
         assert!(message.starts_with("The object carries"), "{message}");
+    }
+
+    #[test]
+    fn a_value_no_key_matched_is_named_as_written() {
+        let values = vec!["cost.example.org/*".to_string(), "owner".to_string()];
+        let message = rejection(
+            &POD,
+            &values,
+            &Violation::Missing(vec!["cost.example.org/*", "owner"]),
+        );
+        assert_eq!(
+            message,
+            r#"Pod "default/web" lacks required annotations; add an annotation matching "cost.example.org/*", "owner""#
+        );
+    }
+
+    #[test]
+    fn counts_group_their_digits_by_three() {
+        for (n, text) in [
+            (0, "0"),
+            (7, "7"),
+            (999, "999"),
+            (1_000, "1,000"),
+            (4_980, "4,980"),
+            (123_456, "123,456"),
+            (1_234_567, "1,234,567"),
+        ] {
+            assert_eq!(Count(n).to_string(), text);
+        }
+    }
+
+    #[test]
+    fn a_list_names_twenty_and_counts_the_rest() {
+        let keys: Vec<String> = (0..5_000).map(|i| format!("k{i:04}")).collect();
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let message = rejection(&POD, &values(), &Violation::Unlisted(keys.clone()));
+        let listed: Vec<String> = keys[..MAX_LISTED]
+            .iter()
+            .map(|k| format!("\"{k}\""))
+            .collect();
+        let expected = format!(
+            r#"Pod "default/web" carries annotations outside the allowed list "a", "b"; remove {}, … and 4,980 more"#,
+            listed.join(", ")
+        );
+        assert_eq!(message, expected);
+        // Exactly twenty: nothing is counted.
+        let message = rejection(&POD, &values(), &Violation::Forbidden(keys[..20].to_vec()));
+        assert!(message.ends_with(r#""k0019""#), "{message}");
+        let message = rejection(&POD, &values(), &Violation::Forbidden(keys[..21].to_vec()));
+        assert!(message.ends_with(r#""k0019", … and 1 more"#), "{message}");
+    }
+
+    #[test]
+    fn a_long_name_keeps_its_start_and_end() {
+        let prefix = format!("{}.example.com", "sub".repeat(80));
+        let key = format!("{prefix}/the-name");
+        let shown = Name(&key).to_string();
+        assert!(shown.len() <= MAX_SHORT + 2, "{shown}");
+        assert!(shown.starts_with("\"subsubsub"), "{shown}");
+        assert!(shown.ends_with(".example.com/the-name\""), "{shown}");
+        assert!(shown.contains('…'), "{shown}");
+        // Short enough: shown whole.
+        let key = "x".repeat(MAX_SHORT);
+        assert_eq!(Name(&key).to_string(), format!("\"{key}\""));
+        let key = "x".repeat(MAX_SHORT + 1);
+        assert!(Name(&key).to_string().contains('…'));
+        // Escapes are never cut in two, and count at their escaped length.
+        let key = "\u{1}".repeat(100);
+        let shown = Name(&key).to_string();
+        assert!(shown.len() <= MAX_SHORT + 2 + '…'.len_utf8(), "{shown}");
+        assert!(
+            !shown.contains("\\u0…") && !shown.contains("…001"),
+            "{shown}"
+        );
+        let back: String = serde_json::from_str(&shown.replace('…', "")).unwrap();
+        assert!(back.chars().all(|c| c == '\u{1}'), "{back:?}");
+    }
+
+    proptest::proptest! {
+        /// Whatever the subject, the values and the keys at fault, with the
+        /// longest names, the most escapes and the longest lists.
+        #[test]
+        fn messages_stay_short(
+            which in 0usize..7,
+            length in proptest::sample::select(vec![1usize, 40, 78, 79, 300, 100_000]),
+            piece in proptest::sample::select(vec!["x", "\u{1}", "é", "\"", "€"]),
+            count in proptest::sample::select(vec![0usize, 1, 20, 21, 5_000]),
+            values in proptest::sample::select(vec![1usize, 20, 1_000]),
+        ) {
+            // The first names listed are the longest; the rest are only counted.
+            let name = |i: usize| match i < MAX_LISTED + 5 {
+                true => format!("{i}{}", piece.repeat(length)),
+                false => i.to_string(),
+            };
+            let long = name(0);
+            let subject = Subject { kind: Some(&long), namespace: Some(&long), name: Some(&long) };
+            let keys: Vec<String> = (0..count).map(name).collect();
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            let values: Vec<String> = (0..values).map(name).collect();
+            let violation = match which {
+                0 => Violation::NoneOfValues,
+                1 => Violation::Forbidden(keys),
+                2 => Violation::Missing(keys),
+                3 => Violation::AllValues,
+                4 => Violation::OnlyValues(keys),
+                _ => Violation::Unlisted(keys),
+            };
+            let message = rejection(&subject, &values, &violation);
+            proptest::prop_assert!(message.len() < MAX_MESSAGE, "{} bytes", message.len());
+        }
     }
 
     #[test]
