@@ -38,7 +38,7 @@ bench: policy.wasm
 
 # A short run of every fuzz target (FUZZ_SECONDS each), so that they keep
 # building and the obvious finds are caught; cargo fuzz needs nightly.
-FUZZ_TARGETS := validate settings structured differential
+FUZZ_TARGETS := validate settings structured differential patterns
 FUZZ_SECONDS ?= 30
 .PHONY: fuzz
 fuzz:

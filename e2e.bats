@@ -144,7 +144,7 @@ rejected_with() {
 @test "invalid settings: a typo in a field name" {
   policy ingress.json --settings-json '{"criteria":"containsAnyOf","valuess":["owner"]}'
   [ "$status" -eq 1 ]
-  [[ "$stderr" == *'unknown field `valuess`'* ]]
+  [[ "$stderr" == *'unknown field `valuess`, expected `criteria`, `values` or `allowExistingViolations`'* ]]
 }
 
 group_manifest() {
@@ -170,4 +170,40 @@ group_manifest() {
   run --separate-stderr "$BATS_TEST_DIRNAME/target/debug/policy-runner" manifest "$POLICY" examples/policy-group.yaml -r test_data/deployment.json
   [[ "${lines[0]}" == "not_denied: "*'"allowed":true'* ]]
   [[ "${lines[1]}" == "required: "*'"allowed":true'* ]]
+}
+
+# The README's recommended settings for workloads: an owner required, a
+# pattern allowlist that admits what Kubernetes and kubectl write, a denylist.
+OWNER_REQUIRED='{"criteria":"containsAllOf","values":["example.com/owner"]}'
+ALLOWLIST='{"criteria":"doesNotContainOtherThan","values":["example.com/*","kubectl.kubernetes.io/*","deployment.kubernetes.io/*","batch.kubernetes.io/*"]}'
+DENYLIST='{"criteria":"doesNotContainAnyOf","values":["example.com/debug","example.com/skip-*"]}'
+
+@test "a cluster's own requests, in order, all accepted under the recommended settings" {
+  for request in test_data/cluster/*.json; do
+    for settings in "$OWNER_REQUIRED" "$ALLOWLIST" "$DENYLIST"; do
+      policy "cluster/$(basename "$request")" --settings-json "$settings"
+      if ! accepted; then
+        echo "rejected: $request under $settings: $output $stderr"
+        return 1
+      fi
+    done
+  done
+}
+
+@test "an exact allowlist of the user's own keys rejects the deployment controller's ReplicaSet" {
+  policy cluster/02-replicaset-create-deployment-controller.json --settings-json '{"criteria":"doesNotContainOtherThan","values":["example.com/owner","kubectl.kubernetes.io/last-applied-configuration"]}'
+  rejected_with 'ReplicaSet \"shop/frontend-6d4cf56db6\" carries annotations outside the allowed list \"example.com/owner\", \"kubectl.kubernetes.io/last-applied-configuration\"; remove \"deployment.kubernetes.io/desired-replicas\", \"deployment.kubernetes.io/max-replicas\", \"deployment.kubernetes.io/revision\"'
+}
+
+@test "allowExistingViolations: false rejects the controller's scaling of a ReplicaSet that predates the policy" {
+  policy cluster/10-replicaset-update-autoscaled-predates-policy.json --settings-json "$OWNER_REQUIRED"
+  accepted
+  policy cluster/10-replicaset-update-autoscaled-predates-policy.json --settings-json '{"criteria":"containsAllOf","values":["example.com/owner"],"allowExistingViolations":false}'
+  rejected_with 'ReplicaSet \"billing/legacy-api-7f9d6c8b5\" lacks required annotations; add \"example.com/owner\"'
+}
+
+@test "invalid settings: a pattern that can match no key" {
+  policy ingress.json --settings-json '{"criteria":"doesNotContainOtherThan","values":["example.com/*-"]}'
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *'"example.com/*-": the name part must start and end with a letter or a digit'* ]]
 }

@@ -1,14 +1,14 @@
-//! The six criteria as set operations over a resource's annotation keys.
+//! The six criteria over a resource's annotation keys.
 //!
 //! Knows nothing of JSON or waPC: it takes the keys K and the configured
-//! values V (sorted, without duplicates) and says whether K passes, and if
-//! not, exactly which keys are at fault.
+//! values V and says whether K passes, and if not, exactly which keys or
+//! values are at fault. A key is *listed* when some value matches it (an
+//! exact name equals it, a pattern matches it), and a value is *present*
+//! when some key matches it; with exact names only, that is plain set
+//! arithmetic.
 
-use crate::bytes;
 use crate::criterion::Criterion;
-
-/// Up to this many values, a key is looked for among them one by one.
-const SCANNED: usize = 8;
+use crate::values::Values;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict<'k> {
@@ -16,54 +16,39 @@ pub enum Verdict<'k> {
     Rejected(Violation<'k>),
 }
 
-/// What is wrong with the keys; lists are sorted and without duplicates.
+/// What is wrong with the keys, one variant per criterion; lists are sorted
+/// and without duplicates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Violation<'k> {
-    /// containsAnyOf: none of the values is a key.
+    /// containsAnyOf: no key is listed.
     NoneOfValues,
-    /// doesNotContainAnyOf: these values are keys.
+    /// doesNotContainAnyOf: these keys are listed.
     Forbidden(Vec<&'k str>),
-    /// containsAllOf: these values are not keys.
+    /// containsAllOf: these values, as written, are not present.
     Missing(Vec<&'k str>),
-    /// doesNotContainAllOf: every value is a key.
+    /// doesNotContainAllOf: every value is present.
     AllValues,
-    /// containsOtherThan: no key outside the values; these are the keys found.
+    /// containsOtherThan: every key is listed; these are the keys found.
     OnlyValues(Vec<&'k str>),
-    /// doesNotContainOtherThan: these keys are not among the values.
+    /// doesNotContainOtherThan: these keys are not listed.
     Unlisted(Vec<&'k str>),
 }
 
-/// Judges `keys` against `values`, which must be sorted and deduplicated
-/// (`Settings` guarantees it). Keys compare exactly, as Kubernetes map keys do;
-/// duplicate keys count once.
-pub fn evaluate<'k, I>(criterion: Criterion, values: &'k [String], keys: I) -> Verdict<'k>
+/// Judges `keys` against `values`. Keys compare exactly, as Kubernetes map
+/// keys do; duplicate keys count once.
+pub fn evaluate<'k, I>(criterion: Criterion, values: &'k Values, keys: I) -> Verdict<'k>
 where
     I: IntoIterator<Item = &'k str>,
 {
-    debug_assert!(
-        values.windows(2).all(|w| w[0] < w[1]),
-        "values not normalised"
-    );
-    // A few values are scanned: their lengths rule out most keys at once,
-    // where each step of a binary search is a byte-by-byte comparison.
-    let position = |key: &str| {
-        if values.len() <= SCANNED {
-            values
-                .iter()
-                .position(|v| bytes::equal(v.as_bytes(), key.as_bytes()))
-        } else {
-            values.binary_search_by(|v| v.as_str().cmp(key)).ok()
-        }
-    };
     let mut keys = keys.into_iter();
     let violation = match criterion {
         Criterion::ContainsAnyOf => {
-            (!keys.any(|k| position(k).is_some())).then_some(Violation::NoneOfValues)
+            (!keys.any(|k| values.lists(k))).then_some(Violation::NoneOfValues)
         }
         Criterion::ContainsOtherThan => {
             let mut found = Vec::new();
             for key in keys {
-                if position(key).is_none() {
+                if !values.lists(key) {
                     return Verdict::Accepted;
                 }
                 found.push(key);
@@ -71,28 +56,39 @@ where
             Some(Violation::OnlyValues(sorted(found)))
         }
         Criterion::DoesNotContainAnyOf => {
-            let forbidden = sorted(keys.filter(|k| position(k).is_some()).collect());
+            let forbidden = sorted(keys.filter(|k| values.lists(k)).collect());
             (!forbidden.is_empty()).then_some(Violation::Forbidden(forbidden))
         }
         Criterion::DoesNotContainOtherThan => {
-            let unlisted = sorted(keys.filter(|k| position(k).is_none()).collect());
+            let unlisted = sorted(keys.filter(|k| !values.lists(k)).collect());
             (!unlisted.is_empty()).then_some(Violation::Unlisted(unlisted))
         }
         Criterion::ContainsAllOf | Criterion::DoesNotContainAllOf => {
-            let mut present = vec![false; values.len()];
-            for i in keys.filter_map(position) {
-                present[i] = true;
+            let (exact, patterns) = (values.exact(), values.patterns());
+            // Exact names first, then patterns.
+            let mut present = vec![false; exact.len() + patterns.len()];
+            for key in keys {
+                if let Some(i) = values.exact_position(key) {
+                    present[i] = true;
+                }
+                for (p, pattern) in patterns.iter().enumerate() {
+                    let seen = &mut present[exact.len() + p];
+                    *seen = *seen || pattern.matches(key);
+                }
             }
             if criterion == Criterion::DoesNotContainAllOf {
                 present.iter().all(|&p| p).then_some(Violation::AllValues)
             } else {
-                let missing: Vec<&str> = values
+                let written = exact
                     .iter()
+                    .map(String::as_str)
+                    .chain(patterns.iter().map(|p| p.as_str()));
+                let missing: Vec<&str> = written
                     .zip(&present)
                     .filter(|&(_, &p)| !p)
-                    .map(|(v, _)| v.as_str())
+                    .map(|(v, _)| v)
                     .collect();
-                (!missing.is_empty()).then_some(Violation::Missing(missing))
+                (!missing.is_empty()).then_some(Violation::Missing(sorted(missing)))
             }
         }
     };
@@ -102,28 +98,40 @@ where
     }
 }
 
-fn sorted(mut keys: Vec<&str>) -> Vec<&str> {
-    keys.sort_unstable();
-    keys.dedup();
-    keys
+fn sorted(mut names: Vec<&str>) -> Vec<&str> {
+    names.sort_unstable();
+    names.dedup();
+    names
 }
 
-/// The specification's formulas in plain set arithmetic, for tests and fuzz
-/// targets to hold the evaluator to.
+/// The specification's formulas, quantified over keys and values as the
+/// README states them, with the literal matcher of `pattern::oracle`: for
+/// tests and fuzz targets to hold the evaluator to.
 #[cfg(any(test, feature = "reference"))]
 pub mod oracle {
     use std::collections::BTreeSet;
 
     use super::{Criterion, Violation};
+    use crate::pattern;
+
+    /// Whether `value` (an exact name, or a pattern) matches `key`.
+    pub fn matches(value: &str, key: &str) -> bool {
+        match value.contains('*') {
+            true => pattern::oracle::matches(value, key),
+            false => value == key,
+        }
+    }
 
     pub fn accepts(criterion: Criterion, k: &BTreeSet<String>, v: &BTreeSet<String>) -> bool {
+        let listed = |key: &String| v.iter().any(|value| matches(value, key));
+        let present = |value: &String| k.iter().any(|key| matches(value, key));
         match criterion {
-            Criterion::ContainsAnyOf => !k.is_disjoint(v),
-            Criterion::DoesNotContainAnyOf => k.is_disjoint(v),
-            Criterion::ContainsAllOf => v.is_subset(k),
-            Criterion::DoesNotContainAllOf => !v.is_subset(k),
-            Criterion::ContainsOtherThan => !k.is_subset(v),
-            Criterion::DoesNotContainOtherThan => k.is_subset(v),
+            Criterion::ContainsAnyOf => k.iter().any(listed),
+            Criterion::DoesNotContainAnyOf => !k.iter().any(listed),
+            Criterion::ContainsAllOf => v.iter().all(present),
+            Criterion::DoesNotContainAllOf => !v.iter().all(present),
+            Criterion::ContainsOtherThan => !k.iter().all(listed),
+            Criterion::DoesNotContainOtherThan => k.iter().all(listed),
         }
     }
 
@@ -133,17 +141,21 @@ pub mod oracle {
         k: &'a BTreeSet<String>,
         v: &'a BTreeSet<String>,
     ) -> Violation<'a> {
+        let listed = |key: &&String| v.iter().any(|value| matches(value, key));
+        let present = |value: &&String| k.iter().any(|key| matches(value, key));
         let names = |set: Vec<&'a String>| set.into_iter().map(String::as_str).collect();
         match criterion {
             Criterion::ContainsAnyOf => Violation::NoneOfValues,
             Criterion::DoesNotContainAnyOf => {
-                Violation::Forbidden(names(k.intersection(v).collect()))
+                Violation::Forbidden(names(k.iter().filter(listed).collect()))
             }
-            Criterion::ContainsAllOf => Violation::Missing(names(v.difference(k).collect())),
+            Criterion::ContainsAllOf => {
+                Violation::Missing(names(v.iter().filter(|value| !present(value)).collect()))
+            }
             Criterion::DoesNotContainAllOf => Violation::AllValues,
             Criterion::ContainsOtherThan => Violation::OnlyValues(names(k.iter().collect())),
             Criterion::DoesNotContainOtherThan => {
-                Violation::Unlisted(names(k.difference(v).collect()))
+                Violation::Unlisted(names(k.iter().filter(|key| !listed(key)).collect()))
             }
         }
     }
@@ -154,16 +166,17 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
+    use crate::values::Values;
+
     use proptest::prelude::*;
 
     use Criterion::*;
 
-    fn values(names: &[&str]) -> Vec<String> {
-        let set: BTreeSet<String> = names.iter().map(|s| s.to_string()).collect();
-        set.into_iter().collect()
+    fn values(names: &[&str]) -> Values {
+        Values::new(names.iter().map(|s| s.to_string()).collect())
     }
 
-    fn accepted(criterion: Criterion, values: &[String], keys: &[&str]) -> bool {
+    fn accepted(criterion: Criterion, values: &Values, keys: &[&str]) -> bool {
         evaluate(criterion, values, keys.iter().copied()) == Verdict::Accepted
     }
 
@@ -256,17 +269,59 @@ mod tests {
         "[a-e]{1,2}"
     }
 
+    /// Exact names, and now and then a pattern over the same alphabet.
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![4 => name(), 1 => "[a-e]{0,1}\\*[a-e*/]{0,2}"]
+    }
+
+    #[test]
+    fn patterns_list_keys_and_are_present_through_them() {
+        let v = values(&["example.com/*", "owner"]);
+        let keys = ["example.com/team", "zone"];
+        let cases: [(Criterion, Verdict); 6] = [
+            (ContainsAnyOf, Verdict::Accepted),
+            (
+                DoesNotContainAnyOf,
+                Verdict::Rejected(Violation::Forbidden(vec!["example.com/team"])),
+            ),
+            (
+                ContainsAllOf,
+                Verdict::Rejected(Violation::Missing(vec!["owner"])),
+            ),
+            (DoesNotContainAllOf, Verdict::Accepted),
+            (ContainsOtherThan, Verdict::Accepted),
+            (
+                DoesNotContainOtherThan,
+                Verdict::Rejected(Violation::Unlisted(vec!["zone"])),
+            ),
+        ];
+        for (criterion, expected) in cases {
+            assert_eq!(evaluate(criterion, &v, keys), expected, "{criterion}");
+        }
+        // A value that no key matched is named as written.
+        let v = values(&["cost.example.org/*", "a", "z*"]);
+        assert_eq!(
+            evaluate(ContainsAllOf, &v, ["a", "cost.example.org"]),
+            Verdict::Rejected(Violation::Missing(vec!["cost.example.org/*", "z*"]))
+        );
+        assert_eq!(
+            evaluate(DoesNotContainAllOf, &v, ["zz", "a", "cost.example.org/x"]),
+            Verdict::Rejected(Violation::AllValues)
+        );
+    }
+
     proptest! {
         #[test]
-        fn verdicts_and_messages_follow_set_arithmetic(
+        fn verdicts_and_violations_follow_the_formulas(
             criterion in criterion(),
             keys in proptest::collection::vec(name(), 0..12),
-            // Up to 16 values: looked up one by one, and by binary search.
-            wanted in proptest::collection::btree_set(name(), 1..16),
+            // Up to 16 values: exact names are looked up one by one below 9,
+            // by binary search above.
+            wanted in proptest::collection::btree_set(value(), 1..16),
             shuffle_seed in any::<u64>(),
         ) {
             let k: BTreeSet<String> = keys.iter().cloned().collect();
-            let v: Vec<String> = wanted.iter().cloned().collect();
+            let v = Values::new(wanted.clone());
             let verdict = evaluate(criterion, &v, keys.iter().map(String::as_str));
             if oracle::accepts(criterion, &k, &wanted) {
                 prop_assert_eq!(&verdict, &Verdict::Accepted);
@@ -280,6 +335,24 @@ mod tests {
             shuffled.reverse();
             let again = evaluate(criterion, &v, shuffled.iter().map(String::as_str));
             prop_assert_eq!(verdict, again);
+        }
+
+        /// With exact names only, the formulas are plain set arithmetic.
+        #[test]
+        fn the_oracle_is_set_arithmetic_on_exact_names(
+            criterion in criterion(),
+            k in proptest::collection::btree_set(name(), 0..8),
+            v in proptest::collection::btree_set(name(), 1..8),
+        ) {
+            let expected = match criterion {
+                ContainsAnyOf => !k.is_disjoint(&v),
+                DoesNotContainAnyOf => k.is_disjoint(&v),
+                ContainsAllOf => v.is_subset(&k),
+                DoesNotContainAllOf => !v.is_subset(&k),
+                ContainsOtherThan => !k.is_subset(&v),
+                DoesNotContainOtherThan => k.is_subset(&v),
+            };
+            prop_assert_eq!(oracle::accepts(criterion, &k, &v), expected);
         }
     }
 }

@@ -7,11 +7,14 @@ pub mod criterion;
 #[cfg(test)]
 pub mod damage;
 pub mod evaluator;
+pub mod existing_violations;
 pub mod json;
 pub mod message;
+pub mod pattern;
 pub mod request;
 pub mod response;
 pub mod settings;
+pub mod values;
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
@@ -54,14 +57,24 @@ pub fn decide(payload: &[u8]) -> Result<(), String> {
     settings::with_cached(payload.settings.unwrap_or(b"null"), |settings| {
         let settings = settings.map_err(str::to_owned)?;
         let keys = object.annotation_keys.iter().map(|k| k.as_ref());
-        match evaluator::evaluate(settings.criterion, &settings.values, keys) {
-            Verdict::Accepted => Ok(()),
-            Verdict::Rejected(violation) => Err(message::rejection(
-                &object.subject(),
-                &settings.values,
-                &violation,
-            )),
+        let Verdict::Rejected(violation) =
+            evaluator::evaluate(settings.criterion, &settings.values, keys)
+        else {
+            return Ok(());
+        };
+        // Only now is the old object read, and only for an update.
+        if let Some(old_object) = payload.old_object
+            && settings.allow_existing_violations
+            && payload.operation.as_deref() == Some("UPDATE")
+            && existing_violations::excused(settings, &violation, old_object)
+        {
+            return Ok(());
         }
+        Err(message::rejection(
+            &object.subject(),
+            settings.values.all(),
+            &violation,
+        ))
     })
 }
 
@@ -101,6 +114,56 @@ mod tests {
         assert_eq!(decide(delete_with_object.as_bytes()), Ok(()));
     }
 
+    /// An update of `old` keys to `new` keys, under `settings`.
+    fn update(settings: &str, operation: &str, old: Option<&[&str]>, new: &[&str]) -> String {
+        let object = |keys: &[&str]| {
+            let annotations: serde_json::Map<_, _> =
+                keys.iter().map(|k| (k.to_string(), "v".into())).collect();
+            serde_json::json!({"kind": "ReplicaSet", "metadata": {"name": "rs", "annotations": annotations}})
+        };
+        let request = serde_json::json!({
+            "operation": operation,
+            "object": object(new),
+            "oldObject": old.map(object),
+        });
+        format!(r#"{{"request":{request},"settings":{settings}}}"#)
+    }
+
+    #[test]
+    fn an_update_may_keep_the_faults_its_old_object_had() {
+        let owner = r#"{"criteria":"containsAllOf","values":["owner"]}"#;
+        let strict =
+            r#"{"criteria":"containsAllOf","values":["owner"],"allowExistingViolations":false}"#;
+        let lacks = Err(r#"ReplicaSet "rs" lacks required annotations; add "owner""#.to_string());
+        let decide = |payload: String| decide(payload.as_bytes());
+        // Kept fault: accepted, unless the settings turn it off.
+        assert_eq!(
+            decide(update(owner, "UPDATE", Some(&["a"][..]), &["b"])),
+            Ok(())
+        );
+        assert_eq!(
+            decide(update(strict, "UPDATE", Some(&["a"][..]), &["b"])),
+            lacks
+        );
+        // New fault: rejected, and the message names the object's faults.
+        assert_eq!(
+            decide(update(owner, "UPDATE", Some(&["owner"][..]), &["b"])),
+            lacks
+        );
+        // A CREATE, and an UPDATE without an old object, are judged alone.
+        assert_eq!(
+            decide(update(owner, "CREATE", Some(&["a"][..]), &["b"])),
+            lacks
+        );
+        assert_eq!(decide(update(owner, "UPDATE", None, &["b"])), lacks);
+        let strict_too =
+            r#"{"criteria":"containsAllOf","values":["owner"],"allowExistingViolations":true}"#;
+        assert_eq!(
+            decide(update(strict_too, "UPDATE", Some(&[][..]), &[])),
+            Ok(())
+        );
+    }
+
     #[test]
     fn invalid_settings_reject_with_the_settings_message() {
         let bad = r#"{"criteria":"containsAllOf","values":[]}"#;
@@ -112,31 +175,55 @@ mod tests {
 
     proptest::proptest! {
         /// Through the whole decision: random keys (any text, so escapes and
-        /// invalid names too) against random valid values.
+        /// invalid names too) against random valid values, exact or patterns,
+        /// created or updated from random old keys.
         #[test]
         fn verdicts_and_messages_follow_the_formulas(
             criterion in proptest::sample::select(criterion::Criterion::ALL.to_vec()),
             keys in proptest::collection::btree_set(
                 proptest::prop_oneof!["[abc]", ".{0,6}"], 0..8),
-            values in proptest::collection::btree_set("[abcd]", 1..4),
+            values in proptest::collection::btree_set(
+                proptest::prop_oneof![3 => "[abcd]", 1 => "[ab]?\\*"], 1..4),
+            old in proptest::option::of(proptest::collection::btree_set("[abc]", 0..4)),
+            allow in proptest::option::of(proptest::bool::ANY),
         ) {
             use std::collections::BTreeSet;
-            let annotations: serde_json::Map<String, serde_json::Value> =
-                keys.iter().map(|k| (k.clone(), "v".into())).collect();
+            use evaluator::oracle;
+            let object = |keys: &BTreeSet<String>| {
+                let annotations: serde_json::Map<String, serde_json::Value> =
+                    keys.iter().map(|k| (k.clone(), "v".into())).collect();
+                serde_json::json!({"kind": "Pod", "metadata": {"name": "p", "annotations": annotations}})
+            };
+            let mut settings = serde_json::json!({"criteria": criterion.name(), "values": values});
+            if let Some(allow) = allow {
+                settings["allowExistingViolations"] = allow.into();
+            }
             let payload = serde_json::json!({
-                "settings": {"criteria": criterion.name(), "values": values},
-                "request": {"operation": "UPDATE", "object": {
-                    "kind": "Pod", "metadata": {"name": "p", "annotations": annotations}}}
+                "settings": settings,
+                "request": {"operation": "UPDATE", "object": object(&keys), "oldObject": old.as_ref().map(object)}
             });
             let verdict = decide(payload.to_string().as_bytes());
-            let (k, v): (BTreeSet<String>, BTreeSet<String>) = (keys, values);
-            if evaluator::oracle::accepts(criterion, &k, &v) {
+            let (k, v) = (&keys, &values);
+            let faults = |keys: &BTreeSet<String>| -> BTreeSet<String> {
+                match oracle::violation(criterion, keys, v) {
+                    evaluator::Violation::Forbidden(f)
+                    | evaluator::Violation::Missing(f)
+                    | evaluator::Violation::Unlisted(f) => f.into_iter().map(str::to_owned).collect(),
+                    _ => BTreeSet::new(),
+                }
+            };
+            let excused = old.as_ref().is_some_and(|old| {
+                allow != Some(false)
+                    && !oracle::accepts(criterion, old, v)
+                    && faults(k).is_subset(&faults(old))
+            });
+            if oracle::accepts(criterion, k, v) || excused {
                 proptest::prop_assert_eq!(verdict, Ok(()));
             } else {
                 let subject = message::Subject { kind: Some("Pod"), name: Some("p"), namespace: None };
                 let values: Vec<String> = v.iter().cloned().collect();
                 let expected = message::rejection(
-                    &subject, &values, &evaluator::oracle::violation(criterion, &k, &v));
+                    &subject, &values, &oracle::violation(criterion, k, v));
                 proptest::prop_assert_eq!(verdict, Err(expected));
             }
         }

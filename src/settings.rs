@@ -1,34 +1,39 @@
 //! The policy's settings: the wire format of Kubewarden's annotations policy
-//! (`criteria` and `values`), parsed strictly so that a typo never turns into
-//! a silently misconfigured cluster.
+//! (`criteria` and `values`), plus the optional `allowExistingViolations`,
+//! parsed strictly so that a typo never turns into a silently misconfigured
+//! cluster.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 
-use crate::annotation_key;
 use crate::bytes;
 use crate::criterion::Criterion;
 use crate::json::{self, Reader};
-use crate::message::Quoted;
+use crate::message::{List, Name, Short};
+use crate::pattern;
+use crate::values::Values;
 
 /// Settings that passed validation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     pub criterion: Criterion,
-    /// Sorted and free of duplicates, so the evaluator can binary-search it
-    /// and messages list names in a stable order.
-    pub values: Vec<String>,
+    pub values: Values,
+    /// Whether an update may keep the faults its old object already had
+    /// (see `existing_violations`); `true` unless the settings say otherwise.
+    pub allow_existing_violations: bool,
 }
 
-/// The settings as they arrive, before any rule is checked. Both fields are
-/// optional here so that a missing one is reported by name, alongside the
-/// other.
+/// The settings as they arrive, before any rule is checked. The required
+/// fields are optional here so that a missing one is reported by name,
+/// alongside the other.
 #[derive(Default)]
 struct RawSettings {
     criteria: Option<String>,
     values: Option<Vec<String>>,
+    allow_existing_violations: Option<bool>,
 }
+
+const FIELDS: &str = "`criteria`, `values` or `allowExistingViolations`";
 
 /// Only an object is taken, and an unknown field is an error: a typo such as
 /// `valuess` must not leave the policy silently misconfigured.
@@ -37,12 +42,22 @@ fn read_raw(r: &mut Reader) -> json::Result<RawSettings> {
         return r.unexpected("an object with `criteria` and `values`");
     }
     let mut raw = RawSettings::default();
-    let (mut seen_criteria, mut seen_values) = (false, false);
+    let (mut seen_criteria, mut seen_values, mut seen_allow) = (false, false, false);
     let mut members = r.members();
     while let Some(key) = members.next(r)? {
         match &*key.text() {
             "criteria" if seen_criteria => return r.fail("duplicate field `criteria`"),
             "values" if seen_values => return r.fail("duplicate field `values`"),
+            "allowExistingViolations" if seen_allow => {
+                return r.fail("duplicate field `allowExistingViolations`");
+            }
+            "allowExistingViolations" => {
+                seen_allow = true;
+                raw.allow_existing_violations = match r.boolean()? {
+                    Some(allow) => Some(allow),
+                    None => return r.unexpected("`allowExistingViolations` to be true or false"),
+                };
+            }
             "criteria" => {
                 seen_criteria = true;
                 raw.criteria = match r.peek() {
@@ -73,7 +88,8 @@ fn read_raw(r: &mut Reader) -> json::Result<RawSettings> {
             }
             other => {
                 return r.fail(format!(
-                    "unknown field `{other}`, expected `criteria` or `values`"
+                    "unknown field `{}`, expected {FIELDS}",
+                    Short(other)
                 ));
             }
         }
@@ -111,7 +127,7 @@ impl Settings {
             let accepted: Vec<&str> = Criterion::ALL.iter().map(|c| c.name()).collect();
             format!(
                 "invalid settings: unknown criteria {}; use one of: {}",
-                Quoted(&criteria),
+                Name(&criteria),
                 accepted.join(", ")
             )
         })?;
@@ -121,21 +137,23 @@ impl Settings {
             ));
         }
         let values: BTreeSet<String> = values.into_iter().collect();
-        let mut invalid = String::new();
-        for value in &values {
-            if let Err(reason) = annotation_key::check(value) {
-                let separator = if invalid.is_empty() { "" } else { "; " };
-                let _ = write!(invalid, "{separator}{}: {reason}", Quoted(value));
-            }
-        }
+        let invalid: Vec<String> = values
+            .iter()
+            .filter_map(|value| {
+                let reason = pattern::check(value).err()?;
+                Some(format!("{}: {reason}", Name(value)))
+            })
+            .collect();
         if !invalid.is_empty() {
             return Err(format!(
-                "invalid settings: `values` holds invalid annotation names: {invalid}"
+                "invalid settings: `values` holds invalid annotation names: {}",
+                List::new(&invalid, "; ", |f, reason| f.write_str(reason))
             ));
         }
         Ok(Settings {
             criterion,
-            values: values.into_iter().collect(),
+            values: Values::new(values),
+            allow_existing_violations: raw.allow_existing_violations.unwrap_or(true),
         })
     }
 }
@@ -167,7 +185,7 @@ mod tests {
         let c = br#"{"criteria":"containsAllOf","values":["c", "a"]}"#;
         let values = |json: &[u8]| {
             with_cached(json, |s| {
-                s.map(|s| (s.criterion, s.values.clone()))
+                s.map(|s| (s.criterion, s.values.all().to_vec()))
                     .map_err(str::to_owned)
             })
         };
@@ -195,7 +213,39 @@ mod tests {
     fn valid_settings_are_normalised() {
         let settings = parse(r#"{"criteria":"containsAllOf","values":["b","a","b"]}"#).unwrap();
         assert_eq!(settings.criterion, Criterion::ContainsAllOf);
-        assert_eq!(settings.values, ["a", "b"]);
+        assert_eq!(settings.values.all(), ["a", "b"]);
+        assert!(settings.allow_existing_violations, "on unless turned off");
+    }
+
+    #[test]
+    fn existing_violations_can_be_held_against_updates() {
+        for (json, allow) in [
+            (
+                r#"{"criteria":"containsAllOf","values":["a"],"allowExistingViolations":false}"#,
+                false,
+            ),
+            (
+                r#"{"allowExistingViolations":true,"criteria":"containsAllOf","values":["a"]}"#,
+                true,
+            ),
+        ] {
+            assert_eq!(
+                parse(json).unwrap().allow_existing_violations,
+                allow,
+                "{json}"
+            );
+        }
+    }
+
+    #[test]
+    fn values_may_be_patterns() {
+        let settings = parse(r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*","*.kubernetes.io/*","owner","*"]}"#).unwrap();
+        assert_eq!(
+            settings.values.all(),
+            ["*", "*.kubernetes.io/*", "example.com/*", "owner"]
+        );
+        assert_eq!(settings.values.exact(), ["owner"]);
+        assert_eq!(settings.values.patterns().len(), 3);
     }
 
     #[test]
@@ -207,7 +257,7 @@ mod tests {
     #[test]
     fn upper_case_prefixes_are_valid_names() {
         let settings = parse(r#"{"criteria":"containsAnyOf","values":["Example.com/Owner"]}"#);
-        assert_eq!(settings.unwrap().values, ["Example.com/Owner"]);
+        assert_eq!(settings.unwrap().values.all(), ["Example.com/Owner"]);
     }
 
     #[test]
@@ -273,7 +323,36 @@ mod tests {
             ),
             (
                 r#"{"criteria":"containsAnyOf","values":["a"],"valuess":["b"]}"#,
-                &["unknown field `valuess`"],
+                &[
+                    "unknown field `valuess`, expected `criteria`, `values` or `allowExistingViolations`",
+                ],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":["a"],"allowExistingViolations":"no"}"#,
+                &["expected `allowExistingViolations` to be true or false, found a string"],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":["a"],"allowExistingViolations":null}"#,
+                &["expected `allowExistingViolations` to be true or false, found null"],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":["a"],"allowExistingViolations":1}"#,
+                &["expected `allowExistingViolations` to be true or false, found a number"],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":["a"],"allowExistingViolations":tru}"#,
+                &["invalid settings", "at byte"],
+            ),
+            (
+                r#"{"allowExistingViolations":true,"allowExistingViolations":false,"criteria":"containsAnyOf","values":["a"]}"#,
+                &["duplicate field `allowExistingViolations`"],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":["example.com/*-","exa mple.com/*","ok/*"]}"#,
+                &[
+                    r#""exa mple.com/*": the prefix must be a DNS subdomain"#,
+                    r#"; "example.com/*-": the name part must start and end with a letter or a digit"#,
+                ],
             ),
             (
                 r#"{"criteria":"containsAnyOf","values":["ok","-x","a/b/c"]}"#,
@@ -304,5 +383,15 @@ mod tests {
             .collect();
         assert!(positions.is_sorted(), "{message}");
         assert!(!message.contains("\"ok\""), "{message}");
+    }
+
+    #[test]
+    fn many_invalid_names_are_counted_past_twenty() {
+        let values: Vec<String> = (0..25).map(|i| format!("-x{i:02}")).collect();
+        let json = serde_json::json!({"criteria": "containsAnyOf", "values": values});
+        let message = parse(&json.to_string()).unwrap_err();
+        assert!(message.contains(r#""-x19": "#), "{message}");
+        assert!(!message.contains(r#""-x20": "#), "{message}");
+        assert!(message.ends_with("; … and 5 more"), "{message}");
     }
 }

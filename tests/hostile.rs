@@ -78,6 +78,27 @@ fn cases() -> Vec<Case> {
             Expect::Rejected("remove \"k0.example.com/x\", \"k1.example.com/x\""),
         ),
         case(
+            "*a*a*a*a*a*b against a 100 KiB key of a's",
+            pod("{}", &format!(r#"{{"{}":"v"}}"#, "a".repeat(100 << 10))),
+            &settings("containsAnyOf", &["*a*a*a*a*a*b"]),
+            Expect::Rejected("must carry at least one of the annotations \"*a*a*a*a*a*b\""),
+        ),
+        case(
+            "20,000 annotations against 4 patterns",
+            pod("{}", &many_annotations(20_000)),
+            &settings(
+                "doesNotContainOtherThan",
+                &[
+                    "a",
+                    "k1*.example.com/x",
+                    "k2*.example.com/*",
+                    "*1.example.com/x",
+                    "k*5.*",
+                ],
+            ),
+            Expect::Rejected("… and 6,203 more"),
+        ),
+        case(
             "100 KiB annotation key",
             pod("{}", &format!(r#"{{"{}":"v"}}"#, "k".repeat(100 << 10))),
             &only_a,
@@ -181,6 +202,12 @@ fn hostile_inputs_get_a_verdict_never_a_trap() {
             Expect::Accepted => assert!(verdict.accepted, "{}: {message}", case.name),
             Expect::Rejected(fragment) => {
                 assert!(!verdict.accepted, "{}", case.name);
+                assert!(
+                    message.len() < annotations_policy::message::MAX_MESSAGE,
+                    "{}: a message of {} bytes",
+                    case.name,
+                    message.len()
+                );
                 assert!(
                     message.contains(fragment),
                     "{}: {:.300}",

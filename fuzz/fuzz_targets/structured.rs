@@ -1,12 +1,13 @@
 //! Random annotation maps and settings, serialised as a real request: the
-//! verdict must be the criterion's set formula, and a rejection must name
-//! exactly the offending keys.
+//! verdict must be the criterion's formula (values may be patterns), a
+//! rejection must name exactly the keys or values at fault, and an update
+//! must pass exactly when it keeps only faults its old object had.
 #![no_main]
 
 use std::collections::BTreeSet;
 
 use annotations_policy::criterion::Criterion;
-use annotations_policy::evaluator::oracle;
+use annotations_policy::evaluator::{Violation, oracle};
 use annotations_policy::message::{Subject, rejection};
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
@@ -17,7 +18,16 @@ struct Case {
     criterion: u8,
     keys: Vec<Name>,
     values: Vec<Name>,
-    deleted: bool,
+    operation: Operation,
+    old_keys: Option<Vec<Name>>,
+    allow_existing_violations: Option<bool>,
+}
+
+#[derive(Arbitrary, Debug, PartialEq)]
+enum Operation {
+    Create,
+    Update,
+    Delete,
 }
 
 /// Mostly names from a small pool, so that sets overlap; sometimes anything.
@@ -29,7 +39,18 @@ enum Name {
 
 impl Name {
     fn text(&self) -> String {
-        const POOL: [&str; 6] = ["a", "b", "example.com/owner", "Example.com/Owner", "c-d", "x_y"];
+        const POOL: [&str; 10] = [
+            "a",
+            "b",
+            "example.com/owner",
+            "Example.com/Owner",
+            "c-d",
+            "x_y",
+            "example.com/*",
+            "*",
+            "a*",
+            "*.com/*",
+        ];
         match self {
             Name::Pool(i) => POOL[usize::from(*i) % POOL.len()].to_string(),
             Name::Any(s) => s.clone(),
@@ -37,36 +58,89 @@ impl Name {
     }
 }
 
+fn annotations(keys: &BTreeSet<String>) -> Map<String, Value> {
+    keys.iter().map(|key| (key.clone(), json!("v"))).collect()
+}
+
+/// The faults that an update must not add to: keys or values listed by the
+/// violation, none for the criteria that fail all or nothing.
+fn faults(violation: Violation) -> BTreeSet<String> {
+    match violation {
+        Violation::Forbidden(f) | Violation::Missing(f) | Violation::Unlisted(f) => {
+            f.into_iter().map(str::to_owned).collect()
+        }
+        _ => BTreeSet::new(),
+    }
+}
+
 fuzz_target!(|case: Case| {
-    let criterion = Criterion::ALL[usize::from(case.criterion) % 6];
+    let criterion = Criterion::ALL[usize::from(case.criterion) % Criterion::ALL.len()];
     let k: BTreeSet<String> = case.keys.iter().map(Name::text).collect();
     let v: BTreeSet<String> = case.values.iter().map(Name::text).collect();
-    let annotations: Map<String, Value> = k.iter().map(|key| (key.clone(), json!("v"))).collect();
+    let old: Option<BTreeSet<String>> = case
+        .old_keys
+        .as_ref()
+        .map(|keys| keys.iter().map(Name::text).collect());
+    // The oracle's matcher is exponential in the stars: keep its work small.
+    let has_patterns = v.iter().any(|value| value.contains('*'));
+    if v.iter().any(|value| value.matches('*').count() > 3)
+        || (has_patterns && k.iter().chain(old.iter().flatten()).any(|key| key.len() > 128))
+    {
+        return;
+    }
+    let mut settings = json!({
+        "criteria": criterion.name(),
+        "values": case.values.iter().map(Name::text).collect::<Vec<_>>(),
+    });
+    if let Some(allow) = case.allow_existing_violations {
+        settings["allowExistingViolations"] = json!(allow);
+    }
+    let object = |keys: &BTreeSet<String>| {
+        json!({"kind": "Pod", "metadata": {"name": "p", "annotations": annotations(keys)}})
+    };
+    let (operation, new_object) = match case.operation {
+        Operation::Create => ("CREATE", object(&k)),
+        Operation::Update => ("UPDATE", object(&k)),
+        Operation::Delete => ("DELETE", Value::Null),
+    };
     let payload = json!({
-        "settings": {"criteria": criterion.name(), "values": case.values.iter().map(Name::text).collect::<Vec<_>>()},
+        "settings": settings,
         "request": {
-            "operation": if case.deleted { "DELETE" } else { "CREATE" },
-            "object": if case.deleted { Value::Null } else {
-                json!({"kind": "Pod", "metadata": {"name": "p", "annotations": annotations}})
-            },
+            "operation": operation,
+            "object": new_object,
+            "oldObject": old.as_ref().map(object),
         }
     });
     let verdict = annotations_policy::decide(payload.to_string().as_bytes());
-    if case.deleted {
+    if case.operation == Operation::Delete {
         assert_eq!(verdict, Ok(()));
         return;
     }
     let settings_valid = !v.is_empty()
-        && v.iter().all(|value| annotations_policy::annotation_key::check(value).is_ok());
+        && v
+            .iter()
+            .all(|value| annotations_policy::pattern::check(value).is_ok());
     if !settings_valid {
         assert!(verdict.unwrap_err().starts_with("invalid settings"));
         return;
     }
-    let expected = oracle::accepts(criterion, &k, &v);
-    assert_eq!(verdict.is_ok(), expected, "{criterion} K={k:?} V={v:?}: {verdict:?}");
+    let excused = || {
+        let Some(old) = &old else { return false };
+        case.operation == Operation::Update
+            && case.allow_existing_violations != Some(false)
+            && !oracle::accepts(criterion, old, &v)
+            && faults(oracle::violation(criterion, &k, &v))
+                .is_subset(&faults(oracle::violation(criterion, old, &v)))
+    };
+    let expected = oracle::accepts(criterion, &k, &v) || excused();
+    assert_eq!(verdict.is_ok(), expected, "{criterion} K={k:?} V={v:?} old={old:?}: {verdict:?}");
     if let Err(message) = verdict {
         let values: Vec<String> = v.iter().cloned().collect();
-        let subject = Subject { kind: Some("Pod"), name: Some("p"), namespace: None };
+        let subject = Subject {
+            kind: Some("Pod"),
+            name: Some("p"),
+            namespace: None,
+        };
         let violation = oracle::violation(criterion, &k, &v);
         assert_eq!(message, rejection(&subject, &values, &violation));
     }
