@@ -11,11 +11,19 @@ use std::time::{Duration, Instant};
 use policy_host::{CompiledPolicy, Policy, validate_payload};
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: policy-bench [--rounds N] [--settings JSON] [--only NAME] [--write-payloads DIR] [--calls N [--floor]] <module.wasm>...";
+const USAGE: &str = "usage: policy-bench [--rounds N] [--settings JSON] [--only NAME] [--write-payloads DIR] [--calls N [--floor]] <module.wasm>...
+
+--settings replaces the settings of every request but the two allowlists,
+which compare four patterns with four exact names.";
 
 /// Settings every module gets; any policy with this settings format can run.
 const DEFAULT_SETTINGS: &str =
     r#"{"criteria":"containsAllOf","values":["owner","example.com/application"]}"#;
+
+/// An allowlist of four patterns, and one of the four exact keys that the
+/// ReplicaSet carries: the same request judged both ways.
+const PATTERN_ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*","kubectl.kubernetes.io/*","deployment.kubernetes.io/*","batch.kubernetes.io/*"]}"#;
+const EXACT_ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/owner","deployment.kubernetes.io/revision","deployment.kubernetes.io/desired-replicas","deployment.kubernetes.io/max-replicas"]}"#;
 
 struct Case {
     name: &'static str,
@@ -246,6 +254,75 @@ fn report(cases: &[Case], modules: &mut [Module], rounds: usize) {
     }
 }
 
+/// A ReplicaSet as the deployment controller writes it: its own three
+/// annotations and the Deployment's owner, and a pod template.
+fn replicaset(replicas: u32, annotations: Value) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "api-7d9f8c6b5d", "namespace": "production", "generation": 2,
+            "uid": "0c8e2f4a-6b1d-4e3f-9a5c-7d2b4f6a8c10", "creationTimestamp": "2026-11-02T09:14:03Z",
+            "labels": {"app": "api", "pod-template-hash": "7d9f8c6b5d"},
+            "annotations": annotations,
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "api",
+                "uid": "5b1e5b5e-8f3c-4d5a-9b6e-1c2d3e4f5a6b", "controller": true, "blockOwnerDeletion": true}],
+            "managedFields": [{"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "apps/v1",
+                "time": "2026-11-30T08:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {
+                    "f:metadata": {"f:annotations": {".": {}, "f:deployment.kubernetes.io/desired-replicas": {},
+                        "f:deployment.kubernetes.io/max-replicas": {}, "f:deployment.kubernetes.io/revision": {}},
+                        "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}},
+                        "f:ownerReferences": {".": {}, "k:{\"uid\":\"5b1e5b5e-8f3c-4d5a-9b6e-1c2d3e4f5a6b\"}": {}}},
+                    "f:spec": {"f:replicas": {}, "f:selector": {}, "f:template": {"f:metadata": {"f:labels": {}},
+                        "f:spec": {"f:containers": {"k:{\"name\":\"api\"}": {".": {}, "f:image": {}, "f:name": {}}}}}}}}]},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "api", "pod-template-hash": "7d9f8c6b5d"}},
+            "template": {"metadata": {"labels": {"app": "api", "pod-template-hash": "7d9f8c6b5d"}},
+                "spec": {"containers": [{"name": "api", "image": "registry.example.com/api:1.4.2",
+                    "resources": {}, "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"}],
+                    "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+                    "securityContext": {}, "schedulerName": "default-scheduler"}}},
+        "status": {"replicas": 2, "fullyLabeledReplicas": 2, "readyReplicas": 2, "availableReplicas": 2,
+            "observedGeneration": 1}})
+}
+
+fn controller_request(object: Value, old: Value, operation: &str) -> Value {
+    let mut request = request(object, "ReplicaSet", "replicasets", "apps");
+    request["operation"] = json!(operation);
+    request["oldObject"] = old;
+    request["userInfo"] = json!({"username": "system:serviceaccount:kube-system:deployment-controller",
+        "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]});
+    request
+}
+
+/// The deployment controller's CREATE of a ReplicaSet for an owned
+/// Deployment: four annotations, all allowed by both allowlists.
+fn replicaset_create() -> Value {
+    let annotations = json!({"deployment.kubernetes.io/desired-replicas": "2",
+        "deployment.kubernetes.io/max-replicas": "3", "deployment.kubernetes.io/revision": "2",
+        "example.com/owner": "team-api"});
+    controller_request(replicaset(2, annotations), Value::Null, "CREATE")
+}
+
+/// The deployment controller scaling a ReplicaSet. An `owned` one carries
+/// the annotations the default settings require, and passes on its own; the
+/// other lacks them, as it did before the policy: the new object fails, so
+/// the old one is read, and the update passes.
+fn replicaset_scaled(owned: bool) -> Value {
+    let annotations = |replicas: u32| {
+        let mut annotations = json!({"deployment.kubernetes.io/desired-replicas": replicas.to_string(),
+            "deployment.kubernetes.io/max-replicas": (replicas + 1).to_string(),
+            "deployment.kubernetes.io/revision": "2"});
+        if owned {
+            annotations["owner"] = json!("team-api");
+            annotations["example.com/application"] = json!("api");
+        }
+        annotations
+    };
+    controller_request(
+        replicaset(4, annotations(4)),
+        replicaset(2, annotations(2)),
+        "UPDATE",
+    )
+}
+
 fn request(object: Value, kind: &str, resource: &str, group: &str) -> Value {
     json!({
         "uid": "bench-0001",
@@ -269,6 +346,11 @@ fn cases(settings: &[u8]) -> Vec<Case> {
         name,
         payload: validate_payload(request.as_bytes(), settings),
     };
+    let judged_by = |name, request: &Value, settings: &str| Case {
+        name,
+        payload: validate_payload(request.to_string().as_bytes(), settings.as_bytes()),
+    };
+    let owned_replicaset = replicaset_create();
     vec![
         case("ingress (small)", ingress().to_string()),
         case("deployment (managed)", deployment().to_string()),
@@ -278,6 +360,17 @@ fn cases(settings: &[u8]) -> Vec<Case> {
             pod_with_annotations(2_000).to_string(),
         ),
         case("CR nested 300 deep", nested_custom_resource(300)),
+        case("update, passes", replicaset_scaled(true).to_string()),
+        case(
+            "update, old obj. read",
+            replicaset_scaled(false).to_string(),
+        ),
+        judged_by("rs, 4 exact allowed", &owned_replicaset, EXACT_ALLOWLIST),
+        judged_by(
+            "rs, 4 patterns allowed",
+            &owned_replicaset,
+            PATTERN_ALLOWLIST,
+        ),
     ]
 }
 
