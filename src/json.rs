@@ -15,15 +15,15 @@
 //! step waits on the last; only the strings that are read are decoded byte
 //! by byte. The walk checks the grammar token by token, iteratively, so no
 //! nesting depth can exhaust the stack. Where the input turns out not to be
-//! JSON, `skip` goes over it byte by byte to find and name the first error.
+//! JSON, `grammar` goes over it byte by byte to find and name the first error.
 
 use std::borrow::Cow;
 use std::fmt;
 
 use crate::bytes;
 
+mod grammar;
 mod scan;
-mod skip;
 
 use scan::BLOCK;
 
@@ -171,12 +171,13 @@ impl<'a> Reader<'a> {
     #[inline(never)]
     fn syntax_error(&mut self) -> Error {
         let mut spill = Vec::new();
-        let skipped = skip::value(self.input, 0, &mut spill).and_then(|end| {
-            match skip::white(self.input, end) {
-                end if end == self.input.len() => Ok(end),
-                end => Err((end, "trailing characters after the JSON value")),
-            }
-        });
+        let skipped =
+            grammar::value(self.input, 0, &mut spill).and_then(|end| {
+                match grammar::white(self.input, end) {
+                    end if end == self.input.len() => Ok(end),
+                    end => Err((end, "trailing characters after the JSON value")),
+                }
+            });
         match skipped {
             Err((offset, reason)) => Error::new(offset, reason),
             // Not reached: the tokens and the bytes tell the same story.
@@ -300,7 +301,7 @@ impl<'a> Reader<'a> {
         // the next token after its closing one.
         self.take();
         let start = at + 1;
-        let (end, closed) = skip::ascii_run(self.input, start);
+        let (end, closed) = grammar::ascii_run(self.input, start);
         if closed {
             // SAFETY: the run holds ASCII bytes only, which are valid UTF-8.
             let key = unsafe { std::str::from_utf8_unchecked(&self.input[start..end]) };
@@ -390,7 +391,7 @@ impl<'a> Reader<'a> {
         let start = self.pos();
         let end = match self.skip_value_to()? {
             Some(end) => end,
-            None => match skip::string(self.input, start + 1) {
+            None => match grammar::string(self.input, start + 1) {
                 Ok(end) => end,
                 Err(_) => return self.syntax(),
             },
@@ -455,11 +456,11 @@ fn scalar(input: &[u8], at: usize) -> Option<usize> {
                 end += 1;
             }
             match input.get(end) {
-                Some(b'.' | b'e' | b'E') => skip::number(input, at).ok(),
+                Some(b'.' | b'e' | b'E') => grammar::number(input, at).ok(),
                 _ => Some(end),
             }
         }
-        b'-' | b'0' => skip::number(input, at).ok(),
+        b'-' | b'0' => grammar::number(input, at).ok(),
         b't' => word(at + 4, b"true"),
         b'f' => word(at + 5, b"alse"),
         b'n' => word(at + 4, b"null"),
@@ -605,7 +606,7 @@ impl<'a> Decoder<'a> {
     fn rest(&mut self, mut start: usize) -> Result<Cow<'a, str>> {
         let mut owned: Option<Vec<u8>> = None;
         loop {
-            self.pos = skip::plain_end(self.input, self.pos);
+            self.pos = grammar::plain_end(self.input, self.pos);
             match self.input.get(self.pos) {
                 Some(b'"') => {
                     let raw = &self.input[start..self.pos];
@@ -712,7 +713,7 @@ impl<'a> Decoder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::damage::damaged;
+    use crate::test_support::damaged;
     use proptest::prelude::*;
 
     fn skip(input: &[u8]) -> Result<()> {
@@ -792,7 +793,7 @@ mod tests {
         }
     }
 
-    /// The walk over tokens against the byte-by-byte skipper, which is what
+    /// The walk over tokens against the byte-by-byte grammar (`grammar`), which is what
     /// names errors, on a whole document: both accept or both reject, and
     /// the value ends at the same byte.
     fn agrees_with_bytes(input: &[u8]) -> std::result::Result<(), TestCaseError> {
@@ -802,8 +803,8 @@ mod tests {
             .map(|()| reader.pos())
             .and_then(|end| reader.end().map(|()| end));
         let mut spill = Vec::new();
-        let stepped = skip::value(input, 0, &mut spill)
-            .map(|end| skip::white(input, end))
+        let stepped = grammar::value(input, 0, &mut spill)
+            .map(|end| grammar::white(input, end))
             .and_then(|end| match end == input.len() {
                 true => Ok(end),
                 false => Err((end, "trailing characters")),

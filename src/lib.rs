@@ -4,8 +4,6 @@
 pub mod annotation_key;
 pub mod bytes;
 pub mod criterion;
-#[cfg(test)]
-pub mod damage;
 pub mod evaluator;
 pub mod existing_violations;
 pub mod json;
@@ -14,6 +12,8 @@ pub mod pattern;
 pub mod request;
 pub mod response;
 pub mod settings;
+#[cfg(test)]
+pub mod test_support;
 pub mod values;
 
 use kubewarden_policy_sdk::protocol_version_guest;

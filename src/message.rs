@@ -216,22 +216,26 @@ impl fmt::Display for Count {
     }
 }
 
-/// The message for a rejected object. `values` are the configured values,
-/// sorted.
+/// The message for a rejected object, one wording per violation (each
+/// violation belongs to one criterion, named above its arm). `values` are the
+/// configured values, sorted.
 pub fn rejection(subject: &Subject, values: &[String], violation: &Violation) -> String {
     let mut out = String::new();
     let values = names(values);
     // Writing to a String cannot fail.
     let _ = match violation {
+        // containsAnyOf
         Violation::NoneOfValues => write!(
             out,
             "{subject} must carry at least one of the annotations {values}, and carries none of them"
         ),
+        // doesNotContainAnyOf
         Violation::Forbidden(found) => write!(
             out,
             "{subject} carries forbidden annotations; remove {}",
             names(found)
         ),
+        // containsAllOf
         Violation::Missing(missing) => write!(
             out,
             "{subject} lacks required annotations; add {}",
@@ -240,11 +244,13 @@ pub fn rejection(subject: &Subject, values: &[String], violation: &Violation) ->
                 false => write!(f, "{}", Name(value)),
             })
         ),
+        // doesNotContainAllOf
         Violation::AllValues => write!(
             out,
             "{subject} carries all of the annotations {values}, which must not appear together; \
              remove at least one of them"
         ),
+        // containsOtherThan
         Violation::OnlyValues(found) if found.is_empty() => write!(
             out,
             "{subject} has no annotations; it needs at least one annotation other than {values}"
@@ -254,6 +260,7 @@ pub fn rejection(subject: &Subject, values: &[String], violation: &Violation) ->
             "{subject} carries only the annotations {}; it needs at least one annotation other than {values}",
             names(found)
         ),
+        // doesNotContainOtherThan
         Violation::Unlisted(unlisted) => write!(
             out,
             "{subject} carries annotations outside the allowed list {values}; remove {}",

@@ -4,14 +4,15 @@
 //! control characters). Escapes and the extent of strings follow from a few
 //! operations on words, and what is left are the tokens: the opening quote
 //! of each string, and every byte outside strings that is not white space
-//! (structural characters, and each byte of a number or literal). On wasm32
-//! the masks come from SIMD compares; elsewhere a plain loop computes the
-//! same masks, so that the native tests exercise everything around them.
+//! (structural characters, and each byte of a number or literal). This is
+//! the module's SIMD code: on wasm32 the masks come from simd128 compares
+//! (`mod simd`); elsewhere a plain loop computes the same masks (`mod
+//! plain`), so that the native tests exercise everything around them.
 //!
 //! Strings are checked here as serde_json checks a string it ignores: no
 //! control character, and only valid escapes. The masks stop at the first
 //! block where that fails, or at the end of a string that never closes: the
-//! input is then not JSON, and the reader leaves it to `skip` to say why.
+//! input is then not JSON, and the reader leaves it to `grammar` to say why.
 
 pub const BLOCK: usize = 64;
 
@@ -39,11 +40,11 @@ pub struct Classes {
 /// backslash, or whose first byte a backslash escapes (`escaped_in`).
 #[inline(always)]
 pub fn classify(block: &[u8; BLOCK], escaped_in: bool) -> Classes {
-    let (quote, rare) = lanes::quotes(block);
+    let (quote, rare) = masks::quotes(block);
     if rare || escaped_in {
         Classes {
             quote,
-            ..lanes::rare(block)
+            ..masks::rare(block)
         }
     } else {
         Classes {
@@ -53,9 +54,16 @@ pub fn classify(block: &[u8; BLOCK], escaped_in: bool) -> Classes {
     }
 }
 
-/// The masks, 16 bytes at a time with WebAssembly's SIMD instructions.
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+use plain as masks;
+/// The module's masks, from `simd`; native builds take `plain`'s.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-mod lanes {
+use simd as masks;
+
+/// The masks, 16 bytes at a time with WebAssembly's SIMD instructions
+/// (simd128): four lanes of 16 bytes a block.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod simd {
     use core::arch::wasm32::*;
 
     use super::{BLOCK, Classes};
@@ -125,9 +133,10 @@ mod lanes {
 }
 
 /// The same masks, a byte at a time, where WebAssembly's SIMD is not
-/// available (the native tests).
+/// available (the native tests). `tests/simd.rs` holds the two to the same
+/// answers.
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-mod lanes {
+mod plain {
     use super::{BLOCK, Classes};
 
     pub fn quotes(block: &[u8; BLOCK]) -> (u64, bool) {

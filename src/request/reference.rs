@@ -295,7 +295,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for AnnotationKeys<'a> {
 mod tests {
     use proptest::prelude::*;
 
-    use crate::damage::damaged;
+    use crate::test_support::damaged;
 
     /// Both decoders accept the same inputs and extract the same parts.
     fn agree(input: &[u8]) -> Result<(), TestCaseError> {

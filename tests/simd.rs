@@ -1,18 +1,19 @@
-//! The compiled module finds the tokens of a payload with WebAssembly SIMD;
-//! the native build, which the unit and property tests exercise, with a
-//! plain loop over the same masks. All the rest is the same code, so the
+//! The SIMD code against its plain twin. The compiled module finds the tokens
+//! of a payload with WebAssembly SIMD (`json::scan`'s `mod simd`); the native
+//! build, which the unit and property tests exercise, with a plain loop over
+//! the same masks (`mod plain`). All the rest is the same code, so the
 //! module must answer every payload exactly as `decide` does natively:
 //! requests with long strings, runs of backslashes, white space and damage
 //! that fall at every offset of a 64-byte block.
 
 mod common;
-#[path = "../src/damage.rs"]
-mod damage;
+#[path = "../src/test_support.rs"]
+mod test_support;
 
 use annotations_policy::decide;
-use damage::damaged;
 use policy_host::validate_payload;
 use proptest::prelude::*;
+use test_support::damaged;
 
 /// A string's JSON text, heavy in what the masks must get right.
 fn string() -> impl Strategy<Value = String> {

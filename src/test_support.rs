@@ -1,6 +1,7 @@
-//! Damage for property tests: a generated input with one byte cut short,
-//! dropped, inserted or replaced, which a decoder must reject (or accept)
-//! exactly as its reference does. `tests/lanes.rs` includes this file too.
+//! For tests only (compiled under `cfg(test)`, and included by
+//! `tests/simd.rs`): damaged inputs for property tests, a generated input
+//! cut short, or with one byte dropped, inserted or replaced, which a
+//! decoder must reject (or accept) exactly as its reference does.
 
 use proptest::prelude::*;
 
