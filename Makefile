@@ -58,10 +58,21 @@ fmt:
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings
 
-# The whole suite: formatting, lints, unit and property tests, the tests that
-# run the freshly built policy.wasm, and e2e.bats.
+# The GitHub workflows, offline: against GitHub's schema, and audited by
+# zizmor (unpinned actions, excessive permissions, template injection).
+# .ci/install puts both tools in target/ci-tools.
+CI_TOOLS := target/ci-tools/bin
+.PHONY: workflows
+workflows:
+	@test -x $(CI_TOOLS)/zizmor -a -x $(CI_TOOLS)/check-jsonschema || \
+	  { echo "workflows: run .ci/install first (it installs check-jsonschema and zizmor)"; exit 1; }
+	$(CI_TOOLS)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(CI_TOOLS)/zizmor --offline --persona pedantic .github/workflows
+
+# The whole suite: formatting, lints, the workflows, unit and property tests,
+# the tests that run the freshly built policy.wasm, and e2e.bats.
 .PHONY: test
-test: fmt lint policy.wasm
+test: fmt lint workflows policy.wasm
 	cargo test --workspace
 	@# cargo test has just built target/debug/policy-runner with the
 	@# workspace's features; `make runner` alone would rebuild wasmtime.
