@@ -1,15 +1,25 @@
-//! The packaging files agree with each other and with the code: one version
-//! number, one set of rules, one settings form.
+//! What kwctl and Artifact Hub read, checked without them: one version
+//! number everywhere, the metadata `kwctl annotate` and `kwctl scaffold
+//! artifacthub` need in the form they accept, `artifacthub-pkg.yml` as kwctl
+//! would write it, and every criterion wherever a list of them is written by
+//! hand.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use annotations_policy::criterion::Criterion;
-use serde_yaml::Value;
+use serde_yaml::{Mapping, Value};
+
+fn path(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(file)
+}
+
+fn text(file: &str) -> String {
+    std::fs::read_to_string(path(file)).expect(file)
+}
 
 fn yaml(file: &str) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
-    let text = std::fs::read_to_string(&path).expect(file);
-    serde_yaml::from_str(&text).expect(file)
+    serde_yaml::from_str(&text(file)).expect(file)
 }
 
 fn embedded(text: &Value) -> Value {
@@ -18,34 +28,174 @@ fn embedded(text: &Value) -> Value {
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-#[test]
-fn one_version_number_everywhere() {
-    let metadata = yaml("metadata.yml");
-    let artifacthub = yaml("artifacthub-pkg.yml");
-    assert_eq!(
-        metadata["annotations"]["io.kubewarden.policy.version"].as_str(),
-        Some(VERSION)
-    );
-    assert_eq!(artifacthub["version"].as_str(), Some(VERSION));
-    let tag = format!(":v{VERSION}");
-    let image = artifacthub["containersImages"][0]["image"]
+fn annotation<'a>(metadata: &'a Value, key: &str) -> &'a str {
+    metadata["annotations"][key]
         .as_str()
-        .unwrap();
-    assert!(image.ends_with(&tag), "{image}");
-    let release = format!("/v{VERSION}/");
-    let links = artifacthub["links"].as_sequence().unwrap();
-    let policy_link = links.iter().find(|l| l["name"] == "policy").unwrap();
-    assert!(policy_link["url"].as_str().unwrap().contains(&release));
-    assert!(artifacthub["install"].as_str().unwrap().contains(&tag));
+        .unwrap_or_else(|| panic!("metadata.yml lacks the annotation {key}"))
 }
 
 #[test]
-fn metadata_declares_a_validating_wapc_policy_for_workloads() {
+fn one_version_number_everywhere() {
+    let metadata = yaml("metadata.yml");
+    assert_eq!(
+        annotation(&metadata, "io.kubewarden.policy.version"),
+        VERSION
+    );
+    assert_eq!(
+        yaml("artifacthub-pkg.yml")["version"].as_str(),
+        Some(VERSION)
+    );
+    let image = format!("policies/annotations:v{VERSION}");
+    for file in [
+        "README.md",
+        "examples/cluster-admission-policy.yaml",
+        "examples/policy-group.yaml",
+    ] {
+        let text = text(file);
+        let tags: Vec<&str> = text
+            .match_indices("policies/annotations:v")
+            .map(|(at, _)| &text[at..])
+            .collect();
+        assert!(!tags.is_empty(), "{file} names no image");
+        for tag in tags {
+            assert!(
+                tag.starts_with(&image),
+                "{file}: {}",
+                &tag[..40.min(tag.len())]
+            );
+        }
+    }
+}
+
+/// The release workflow's check: the tag must be the version.
+#[test]
+fn a_release_tag_must_name_the_version() {
+    let check = |tag: &str| {
+        Command::new(path(".ci/check-tag"))
+            .arg(tag)
+            .output()
+            .expect("run .ci/check-tag")
+    };
+    let right = check(&format!("v{VERSION}"));
+    assert!(right.status.success(), "{right:?}");
+    for wrong in [
+        VERSION.to_string(),
+        "v0.0.0".to_string(),
+        format!("v{VERSION}.1"),
+    ] {
+        let output = check(&wrong);
+        assert!(!output.status.success(), "{wrong} was accepted");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains(&wrong),
+            "{output:?}"
+        );
+    }
+}
+
+/// An RFC 5322 address list as kwctl reads `io.kubewarden.policy.author`:
+/// `Name <local@domain>`, comma-separated, each address syntactically valid.
+/// `Err` says which part is wrong.
+fn maintainers(list: &str) -> Result<Vec<(String, String)>, String> {
+    let atext = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-/=?^_`{|}~".contains(c);
+    let dot_atom = |s: &str| {
+        !s.is_empty()
+            && s.split('.')
+                .all(|atom| !atom.is_empty() && atom.chars().all(atext))
+    };
+    let label = |l: &str| {
+        (1..=63).contains(&l.len())
+            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    list.split(',')
+        .map(|entry| {
+            let entry = entry.trim();
+            let (name, rest) = entry
+                .split_once('<')
+                .ok_or_else(|| format!("{entry:?} is not of the form `Name <email>`"))?;
+            let address = rest
+                .strip_suffix('>')
+                .ok_or_else(|| format!("{entry:?} does not end with `>`"))?;
+            let name = name.trim();
+            if name.is_empty() || !name.chars().all(|c| atext(c) || c == ' ' || c == '.') {
+                return Err(format!(
+                    "{entry:?}: the name must be words before the address"
+                ));
+            }
+            let (local, domain) = address
+                .split_once('@')
+                .ok_or_else(|| format!("{address:?} has no @"))?;
+            if !dot_atom(local) {
+                return Err(format!("{address:?}: invalid local part"));
+            }
+            let labels: Vec<&str> = domain.split('.').collect();
+            if labels.len() < 2 || !labels.iter().all(|l| label(l)) {
+                return Err(format!("{address:?}: invalid domain"));
+            }
+            Ok((name.to_string(), address.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_address_rule_is_the_one_kwctl_applies() {
+    assert_eq!(
+        maintainers("Tux Tuxedo <tux@example.com>, Pidgin <pidgin@example.com>"),
+        Ok(vec![
+            ("Tux Tuxedo".into(), "tux@example.com".into()),
+            ("Pidgin".into(), "pidgin@example.com".into())
+        ])
+    );
+    for bad in [
+        "Annotations policy developers",
+        "Foo foo@example.com",
+        "Bar <#$%#$%>",
+        "Bar <bar@>",
+        "Bar <bar@localhost>",
+        "<bar@example.com>",
+        "Foo <foo@example.com>,,Bar <bar@example.com>",
+        "Bar <bar@example.com",
+    ] {
+        assert!(maintainers(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn metadata_holds_what_kwctl_annotate_and_scaffold_need() {
     let metadata = yaml("metadata.yml");
     assert_eq!(metadata["mutating"], Value::Bool(false));
     assert_eq!(metadata["backgroundAudit"], Value::Bool(true));
     assert_eq!(metadata["executionMode"].as_str(), Some("kubewarden-wapc"));
     assert_eq!(metadata["contextAwareResources"], Value::Sequence(vec![]));
+    let author = annotation(&metadata, "io.kubewarden.policy.author");
+    maintainers(author).unwrap_or_else(|e| panic!("io.kubewarden.policy.author: {e}"));
+    for key in [
+        "io.kubewarden.policy.title",
+        "io.kubewarden.policy.description",
+        "io.kubewarden.policy.ociUrl",
+        "io.kubewarden.policy.severity",
+        "io.artifacthub.displayName",
+        "io.artifacthub.resources",
+    ] {
+        assert!(!annotation(&metadata, key).trim().is_empty(), "{key}");
+    }
+    for key in ["io.kubewarden.policy.url", "io.kubewarden.policy.source"] {
+        assert!(annotation(&metadata, key).starts_with("https://"), "{key}");
+    }
+    let keywords = annotation(&metadata, "io.artifacthub.keywords");
+    assert!(
+        keywords.split(',').all(|k| !k.trim().is_empty()),
+        "{keywords}"
+    );
+    assert_eq!(
+        annotation(&metadata, "io.kubewarden.policy.license"),
+        "Apache-2.0"
+    );
+    assert_eq!(
+        annotation(&metadata, "io.kubewarden.policy.category"),
+        "Resource validation"
+    );
     let mut resources: Vec<String> = Vec::new();
     for rule in metadata["rules"].as_sequence().unwrap() {
         let group = rule["apiGroups"][0].as_str().unwrap();
@@ -74,40 +224,96 @@ fn metadata_declares_a_validating_wapc_policy_for_workloads() {
             "batch/jobs",
         ]
     );
-    let annotations = &metadata["annotations"];
-    for key in [
-        "title",
-        "description",
-        "author",
-        "url",
-        "source",
-        "license",
-        "ociUrl",
-        "severity",
-    ] {
-        let key = format!("io.kubewarden.policy.{key}");
-        assert!(
-            annotations[key.as_str()]
-                .as_str()
-                .is_some_and(|v| !v.is_empty()),
-            "{key}"
-        );
-    }
-    assert_eq!(
-        annotations["io.kubewarden.policy.category"].as_str(),
-        Some("Resource validation")
-    );
-    assert_eq!(
-        annotations["io.kubewarden.policy.license"].as_str(),
-        Some("Apache-2.0")
-    );
 }
 
+/// `artifacthub-pkg.yml` as `kwctl scaffold artifacthub` writes it from
+/// `metadata.yml` and `questions-ui.yml`, field for field; only `createdAt`
+/// (the time it was written) and `install` (kwctl's own text) are checked
+/// apart.
 #[test]
-fn artifacthub_repeats_the_rules_and_the_settings_form() {
+fn artifacthub_pkg_is_what_kwctl_scaffolds() {
     let metadata = yaml("metadata.yml");
-    let artifacthub = yaml("artifacthub-pkg.yml");
-    let annotations = &artifacthub["annotations"];
+    let annotation = |key: &str| annotation(&metadata, key).to_string();
+    let source = annotation("io.kubewarden.policy.source");
+    let image = format!("{}:v{VERSION}", annotation("io.kubewarden.policy.ociUrl"));
+    let maintainers: Vec<Value> = maintainers(&annotation("io.kubewarden.policy.author"))
+        .unwrap()
+        .into_iter()
+        .map(|(name, email)| {
+            let mut m = Mapping::new();
+            m.insert("name".into(), name.into());
+            m.insert("email".into(), email.into());
+            Value::Mapping(m)
+        })
+        .collect();
+    let expected = serde_yaml::to_value(serde_json::json!({
+        "version": VERSION,
+        "name": annotation("io.kubewarden.policy.title"),
+        "displayName": annotation("io.artifacthub.displayName"),
+        "description": annotation("io.kubewarden.policy.description"),
+        "license": annotation("io.kubewarden.policy.license"),
+        "homeURL": annotation("io.kubewarden.policy.url"),
+        "containersImages": [{"name": "policy", "image": image}],
+        "keywords": annotation("io.artifacthub.keywords").split(',').map(str::trim).collect::<Vec<_>>(),
+        "links": [
+            {"name": "policy", "url": format!("{source}/releases/download/v{VERSION}/policy.wasm")},
+            {"name": "source", "url": source},
+        ],
+        "maintainers": maintainers,
+        "provider": {"name": "kubewarden"},
+        "recommendations": [{"url": "https://artifacthub.io/packages/helm/kubewarden/kubewarden-controller"}],
+    }))
+    .unwrap();
+    let mut actual = yaml("artifacthub-pkg.yml");
+    let actual = actual.as_mapping_mut().unwrap();
+    let created = actual.remove("createdAt").expect("createdAt");
+    let created = created.as_str().unwrap_or_default();
+    assert!(
+        created.len() >= 20 && created.as_bytes()[10] == b'T',
+        "createdAt {created:?}"
+    );
+    let install = actual.remove("install").expect("install");
+    let install = install.as_str().unwrap();
+    assert!(
+        install.contains(&format!("kwctl pull {image}")),
+        "{install}"
+    );
+    assert!(
+        install.contains(&format!("registry://{image}")),
+        "{install}"
+    );
+    let annotations = actual.remove("annotations").expect("annotations");
+    for (key, value) in expected.as_mapping().unwrap() {
+        assert_eq!(actual.get(key), Some(value), "{key:?}");
+    }
+    let extra: Vec<&Value> = actual
+        .keys()
+        .filter(|k| !expected.as_mapping().unwrap().contains_key(*k))
+        .collect();
+    assert!(extra.is_empty(), "fields kwctl does not write: {extra:?}");
+
+    // kwctl leaves out `kubewarden/contextAwareResources` when the list is empty.
+    let mut keys: Vec<&str> = annotations
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "kubewarden/mutation",
+            "kubewarden/questions-ui",
+            "kubewarden/resources",
+            "kubewarden/rules"
+        ]
+    );
+    assert_eq!(annotations["kubewarden/mutation"].as_str(), Some("false"));
+    assert_eq!(
+        annotations["kubewarden/resources"].as_str(),
+        Some(annotation("io.artifacthub.resources").as_str())
+    );
     assert_eq!(
         embedded(&annotations["kubewarden/rules"]),
         metadata["rules"]
@@ -116,17 +322,21 @@ fn artifacthub_repeats_the_rules_and_the_settings_form() {
         embedded(&annotations["kubewarden/questions-ui"]),
         yaml("questions-ui.yml")
     );
-    assert_eq!(annotations["kubewarden/mutation"].as_str(), Some("false"));
 }
 
+/// The lists of criteria written by hand name every criterion: the settings
+/// form, the README's tables, and the end-to-end tests.
 #[test]
-fn the_settings_form_offers_the_six_criteria() {
+fn every_criterion_is_offered_documented_and_tested() {
     let questions = yaml("questions-ui.yml");
     let questions = questions["questions"].as_sequence().unwrap();
-    let criteria = questions
-        .iter()
-        .find(|q| q["variable"] == "criteria")
-        .unwrap();
+    let question = |variable: &str| {
+        questions
+            .iter()
+            .find(|q| q["variable"] == variable)
+            .unwrap_or_else(|| panic!("questions-ui.yml lacks {variable}"))
+    };
+    let criteria = question("criteria");
     let options: Vec<&str> = criteria["options"]
         .as_sequence()
         .unwrap()
@@ -136,9 +346,34 @@ fn the_settings_form_offers_the_six_criteria() {
     let names: Vec<&str> = Criterion::ALL.iter().map(|c| c.name()).collect();
     assert_eq!(options, names);
     assert_eq!(criteria["type"].as_str(), Some("enum"));
-    let values = questions
-        .iter()
-        .find(|q| q["variable"] == "values")
-        .unwrap();
-    assert_eq!(values["type"].as_str(), Some("array["));
+    assert_eq!(question("values")["type"].as_str(), Some("array["));
+    assert_eq!(
+        question("allowExistingViolations")["type"].as_str(),
+        Some("boolean")
+    );
+    assert_eq!(
+        question("allowExistingViolations")["default"],
+        Value::Bool(true)
+    );
+
+    let readme = text("README.md");
+    let header = format!("| resource annotations | {} |", names.join(" | "));
+    assert!(
+        readme.contains(&header),
+        "the README's truth table lacks a column"
+    );
+    let e2e = text("e2e.bats");
+    for name in names {
+        assert!(
+            readme.contains(&format!("| `{name}`")),
+            "the README's criteria table lacks {name}"
+        );
+        for test in ["accepts", "rejects"] {
+            let start = format!("@test \"{name}: {test}");
+            assert!(
+                e2e.contains(&start),
+                "e2e.bats lacks a test that {name} {test}"
+            );
+        }
+    }
 }
