@@ -3,7 +3,8 @@
 TARGET := wasm32-wasip1
 SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
 MODULE := target/$(TARGET)/release/annotations_policy.wasm
-RUNNER := target/debug/policy-runner
+# The runner `make run` builds: Cargo.toml's `quick` profile, quick to build.
+QUICK_RUNNER := target/quick/policy-runner
 SAMPLE_SETTINGS := {"criteria":"containsAllOf","values":["owner","cost-center"]}
 
 .PHONY: all
@@ -23,8 +24,9 @@ runner:
 
 # Build the module and evaluate a sample request with it, as `kwctl run` would.
 .PHONY: run
-run: policy.wasm runner
-	$(RUNNER) run policy.wasm -r test_data/ingress.json --settings-json '$(SAMPLE_SETTINGS)'
+run: policy.wasm
+	cargo build --profile quick -p policy-host --bin policy-runner
+	$(QUICK_RUNNER) run policy.wasm -r test_data/ingress.json --settings-json '$(SAMPLE_SETTINGS)'
 
 # Side-by-side benchmark; compare other builds with
 #   make bench BENCH_MODULES="policy.wasm other.wasm" BENCH_ARGS="--rounds 31"
