@@ -52,9 +52,11 @@ fuzz:
 	  cargo +nightly fuzz run $$target -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
 	done
 
+# The fuzz crate is a workspace of its own: `--all` does not reach it.
 .PHONY: fmt
 fmt:
 	cargo fmt --all -- --check
+	cargo fmt --manifest-path fuzz/Cargo.toml --all -- --check
 
 .PHONY: lint
 lint:

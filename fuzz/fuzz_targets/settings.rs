@@ -1,18 +1,19 @@
 //! Settings parsing and validation on arbitrary bytes: no panic, and what is
-//! accepted is normalised and made of valid annotation keys only.
+//! accepted is normalised and made of valid annotation keys and patterns only.
 #![no_main]
 
-use annotations_policy::annotation_key;
+use annotations_policy::pattern;
 use annotations_policy::settings::Settings;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|json: &[u8]| {
     match Settings::from_json(json) {
         Ok(settings) => {
-            assert!(!settings.values.is_empty());
-            assert!(settings.values.windows(2).all(|w| w[0] < w[1]));
-            for value in &settings.values {
-                assert_eq!(annotation_key::check(value), Ok(()), "{value:?}");
+            let values = settings.values.all();
+            assert!(!values.is_empty());
+            assert!(values.windows(2).all(|w| w[0] < w[1]));
+            for value in values {
+                assert_eq!(pattern::check(value), Ok(()), "{value:?}");
             }
         }
         Err(message) => assert!(message.starts_with("invalid settings"), "{message}"),

@@ -84,7 +84,10 @@ fuzz_target!(|case: Case| {
     // The oracle's matcher is exponential in the stars: keep its work small.
     let has_patterns = v.iter().any(|value| value.contains('*'));
     if v.iter().any(|value| value.matches('*').count() > 3)
-        || (has_patterns && k.iter().chain(old.iter().flatten()).any(|key| key.len() > 128))
+        || (has_patterns
+            && k.iter()
+                .chain(old.iter().flatten())
+                .any(|key| key.len() > 128))
     {
         return;
     }
@@ -95,9 +98,7 @@ fuzz_target!(|case: Case| {
     if let Some(allow) = case.allow_existing_violations {
         settings["allowExistingViolations"] = json!(allow);
     }
-    let object = |keys: &BTreeSet<String>| {
-        json!({"kind": "Pod", "metadata": {"name": "p", "annotations": annotations(keys)}})
-    };
+    let object = |keys: &BTreeSet<String>| json!({"kind": "Pod", "metadata": {"name": "p", "annotations": annotations(keys)}});
     let (operation, new_object) = match case.operation {
         Operation::Create => ("CREATE", object(&k)),
         Operation::Update => ("UPDATE", object(&k)),
@@ -117,8 +118,7 @@ fuzz_target!(|case: Case| {
         return;
     }
     let settings_valid = !v.is_empty()
-        && v
-            .iter()
+        && v.iter()
             .all(|value| annotations_policy::pattern::check(value).is_ok());
     if !settings_valid {
         assert!(verdict.unwrap_err().starts_with("invalid settings"));
@@ -133,7 +133,11 @@ fuzz_target!(|case: Case| {
                 .is_subset(&faults(oracle::violation(criterion, old, &v)))
     };
     let expected = oracle::accepts(criterion, &k, &v) || excused();
-    assert_eq!(verdict.is_ok(), expected, "{criterion} K={k:?} V={v:?} old={old:?}: {verdict:?}");
+    assert_eq!(
+        verdict.is_ok(),
+        expected,
+        "{criterion} K={k:?} V={v:?} old={old:?}: {verdict:?}"
+    );
     if let Err(message) = verdict {
         let values: Vec<String> = v.iter().cloned().collect();
         let subject = Subject {
