@@ -88,7 +88,7 @@ where
                     .filter(|&(_, &p)| !p)
                     .map(|(v, _)| v)
                     .collect();
-                (!missing.is_empty()).then_some(Violation::Missing(sorted(missing)))
+                (!missing.is_empty()).then(|| Violation::Missing(sorted(missing)))
             }
         }
     };
