@@ -17,8 +17,7 @@ pub fn excused(settings: &Settings, new: &Violation, old_object: &[u8]) -> bool 
     let Ok(old) = request::decode_object(old_object) else {
         return false;
     };
-    let keys = old.annotation_keys.iter().map(|key| key.as_ref());
-    match evaluator::evaluate(settings.criterion, &settings.values, keys) {
+    match evaluator::evaluate(settings.criterion, &settings.values, old.keys()) {
         Verdict::Rejected(old) => adds_nothing(new, &old),
         Verdict::Accepted => false,
     }

@@ -56,9 +56,8 @@ pub fn decide(payload: &[u8]) -> Result<(), String> {
     }
     settings::with_cached(payload.settings.unwrap_or(b"null"), |settings| {
         let settings = settings.map_err(str::to_owned)?;
-        let keys = object.annotation_keys.iter().map(|k| k.as_ref());
         let Verdict::Rejected(violation) =
-            evaluator::evaluate(settings.criterion, &settings.values, keys)
+            evaluator::evaluate(settings.criterion, &settings.values, object.keys())
         else {
             return Ok(());
         };

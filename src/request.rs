@@ -38,6 +38,15 @@ pub struct Object<'a> {
 }
 
 impl Object<'_> {
+    /// The annotation keys as text. The match is written out: `Cow::as_ref`
+    /// stays a call per key in the size-optimised module.
+    pub fn keys(&self) -> impl Iterator<Item = &str> + Clone {
+        self.annotation_keys.iter().map(|key| match key {
+            Cow::Borrowed(key) => *key,
+            Cow::Owned(key) => key.as_str(),
+        })
+    }
+
     pub fn subject(&self) -> Subject<'_> {
         Subject {
             kind: self.kind.as_deref(),
@@ -372,6 +381,8 @@ mod tests {
         );
         assert!(matches!(object.annotation_keys[1], Cow::Borrowed(_)));
         assert!(matches!(object.annotation_keys[0], Cow::Owned(_)));
+        let keys: Vec<&str> = object.keys().collect();
+        assert_eq!(keys, object.annotation_keys);
     }
 
     #[test]
