@@ -159,6 +159,29 @@ pub mod oracle {
             }
         }
     }
+
+    /// Whether an update from `old` keys to `new` keys, whose new object
+    /// fails, keeps only faults the old object had: the old object failed
+    /// too, and every key or value at fault in the new one (forbidden,
+    /// missing, unlisted) was at fault in the old one. The other criteria
+    /// list no such faults: failing is the whole fault.
+    pub fn excused(
+        criterion: Criterion,
+        old: &BTreeSet<String>,
+        new: &BTreeSet<String>,
+        v: &BTreeSet<String>,
+    ) -> bool {
+        fn faults(violation: Violation<'_>) -> BTreeSet<&str> {
+            match violation {
+                Violation::Forbidden(f) | Violation::Missing(f) | Violation::Unlisted(f) => {
+                    f.into_iter().collect()
+                }
+                _ => BTreeSet::new(),
+            }
+        }
+        !accepts(criterion, old, v)
+            && faults(violation(criterion, new, v)).is_subset(&faults(violation(criterion, old, v)))
+    }
 }
 
 #[cfg(test)]
