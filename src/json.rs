@@ -226,35 +226,30 @@ impl<'a> Reader<'a> {
 
     /// Consumes `null` if it comes next.
     pub fn null(&mut self) -> Result<bool> {
+        self.literal(b'n')
+    }
+
+    /// Consumes `true` or `false` if one comes next.
+    pub fn boolean(&mut self) -> Result<Option<bool>> {
+        Ok(match self.literal(b't')? {
+            true => Some(true),
+            false => self.literal(b'f')?.then_some(false),
+        })
+    }
+
+    /// Consumes the literal (`null`, `true` or `false`) that comes next if
+    /// it starts with `first`.
+    fn literal(&mut self, first: u8) -> Result<bool> {
         let Some(at) = self.next_token() else {
             return Ok(false);
         };
-        if self.input[at] != b'n' {
+        if self.input[at] != first {
             return Ok(false);
         }
         match scalar(self.input, at) {
             Some(end) => {
                 self.take_until(end);
                 Ok(true)
-            }
-            None => self.syntax(),
-        }
-    }
-
-    /// Consumes `true` or `false` if one comes next.
-    pub fn boolean(&mut self) -> Result<Option<bool>> {
-        let Some(at) = self.next_token() else {
-            return Ok(None);
-        };
-        let value = match self.input[at] {
-            b't' => true,
-            b'f' => false,
-            _ => return Ok(None),
-        };
-        match scalar(self.input, at) {
-            Some(end) => {
-                self.take_until(end);
-                Ok(Some(value))
             }
             None => self.syntax(),
         }
