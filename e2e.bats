@@ -144,11 +144,20 @@ rejected_with() {
 @test "invalid settings: a typo in a field name" {
   policy ingress.json --settings-json '{"criteria":"containsAnyOf","valuess":["owner"]}'
   [ "$status" -eq 1 ]
-  [[ "$stderr" == *'unknown field `valuess`, expected `criteria`, `values` or `allowExistingViolations`'* ]]
+  [[ "$stderr" == *'unknown field `valuess`, expected `criteria`, `values`, `allowExistingViolations` or `allowKubernetesBookkeeping`'* ]]
 }
 
+@test "invalid settings: allowKubernetesBookkeeping that is not a boolean" {
+  policy ingress.json --settings-json '{"criteria":"doesNotContainOtherThan","values":["owner"],"allowKubernetesBookkeeping":"no"}'
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *'expected `allowKubernetesBookkeeping` to be true or false, found a string'* ]]
+}
+
+# The example group starts in monitor mode, in which kwctl run accepts
+# whatever the members say: judge in protect mode here.
 group_manifest() {
-  sed "s|module: .*|module: file://$BATS_TEST_DIRNAME/$POLICY|" examples/policy-group.yaml > "$BATS_TEST_TMPDIR/group.yaml"
+  sed -e "s|module: .*|module: file://$BATS_TEST_DIRNAME/$POLICY|" -e "s|mode: monitor|mode: protect|" \
+    examples/policy-group.yaml > "$BATS_TEST_TMPDIR/group.yaml"
 }
 
 @test "policy group with kwctl: required() && not_denied()" {
@@ -175,15 +184,25 @@ group_manifest() {
   [[ "${lines[1]}" == "required: "*'"allowed":true'* ]]
 }
 
-# The README's recommended settings for workloads: an owner required, a
-# pattern allowlist that admits what Kubernetes and kubectl write, a denylist.
+# The README's recommended settings for workloads: an owner required (in
+# every namespace but kube-system), an allowlist of the user's own prefix
+# (with Helm's two keys for a Helm release), a denylist.
 OWNER_REQUIRED='{"criteria":"containsAllOf","values":["example.com/owner"]}'
-ALLOWLIST='{"criteria":"doesNotContainOtherThan","values":["example.com/*","kubectl.kubernetes.io/*","deployment.kubernetes.io/*","batch.kubernetes.io/*"]}'
+ALLOWLIST='{"criteria":"doesNotContainOtherThan","values":["example.com/*"]}'
+HELM_ALLOWLIST='{"criteria":"doesNotContainOtherThan","values":["example.com/*","meta.helm.sh/release-name","meta.helm.sh/release-namespace"]}'
 DENYLIST='{"criteria":"doesNotContainAnyOf","values":["example.com/debug","example.com/skip-*"]}'
 
 @test "a cluster's own requests, in order, all accepted under the recommended settings" {
   for request in test_data/cluster/*.json; do
-    for settings in "$OWNER_REQUIRED" "$ALLOWLIST" "$DENYLIST"; do
+    allowlist="$ALLOWLIST"
+    if grep -q '"meta.helm.sh/release-name":' "$request"; then
+      allowlist="$HELM_ALLOWLIST"
+    fi
+    owner="$OWNER_REQUIRED"
+    if grep -q '^  "namespace": "kube-system"' "$request"; then
+      owner=""
+    fi
+    for settings in $owner "$allowlist" "$DENYLIST"; do
       policy "cluster/$(basename "$request")" --settings-json "$settings"
       if ! accepted; then
         echo "rejected: $request under $settings: $output $stderr"
@@ -193,9 +212,23 @@ DENYLIST='{"criteria":"doesNotContainAnyOf","values":["example.com/debug","examp
   done
 }
 
-@test "an exact allowlist of the user's own keys rejects the deployment controller's ReplicaSet" {
-  policy cluster/02-replicaset-create-deployment-controller.json --settings-json '{"criteria":"doesNotContainOtherThan","values":["example.com/owner","kubectl.kubernetes.io/last-applied-configuration"]}'
-  rejected_with 'ReplicaSet \"shop/frontend-6d4cf56db6\" carries annotations outside the allowed list \"example.com/owner\", \"kubectl.kubernetes.io/last-applied-configuration\"; remove \"deployment.kubernetes.io/desired-replicas\", \"deployment.kubernetes.io/max-replicas\", \"deployment.kubernetes.io/revision\"'
+@test "allowKubernetesBookkeeping: false rejects the deployment controller's ReplicaSet, naming its keys" {
+  policy cluster/02-replicaset-create-deployment-controller.json --settings-json '{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowKubernetesBookkeeping":false}'
+  rejected_with 'ReplicaSet \"shop/frontend-6d4cf56db6\" carries annotations outside the allowed list \"example.com/*\"; remove \"deployment.kubernetes.io/desired-replicas\", \"deployment.kubernetes.io/max-replicas\", \"deployment.kubernetes.io/revision\"'
+}
+
+@test "an allowlist of the user's prefix admits a DaemonSet and a mirror Pod, unless Kubernetes' keys are judged" {
+  policy cluster/13-daemonset-create-kubectl-apply.json --settings-json "$ALLOWLIST"
+  accepted
+  policy cluster/22-pod-create-kubelet-mirror-pod.json --settings-json "$ALLOWLIST"
+  accepted
+  policy cluster/13-daemonset-create-kubectl-apply.json --settings-json '{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowKubernetesBookkeeping":false}'
+  rejected_with 'DaemonSet \"monitoring/node-exporter\" carries annotations outside the allowed list \"example.com/*\"; remove \"deprecated.daemonset.template.generation\", \"kubectl.kubernetes.io/last-applied-configuration\"'
+}
+
+@test "an explicit denylist still forbids one of Kubernetes' keys" {
+  policy cluster/23-deployment-update-kubectl-annotate-change-cause.json --settings-json '{"criteria":"doesNotContainAnyOf","values":["kubernetes.io/change-cause"]}'
+  rejected_with 'Deployment \"shop/frontend\" carries forbidden annotations; remove \"kubernetes.io/change-cause\"'
 }
 
 @test "allowExistingViolations: false rejects the controller's scaling of a ReplicaSet that predates the policy" {

@@ -5,8 +5,11 @@
 //! values are at fault. A key is *listed* when some value matches it (an
 //! exact name equals it, a pattern matches it), and a value is *present*
 //! when some key matches it; with exact names only, that is plain set
-//! arithmetic.
+//! arithmetic. The two criteria that judge the keys outside the values also
+//! count Kubernetes' own keys as listed, unless `Bookkeeping::Judged` says
+//! otherwise (see `bookkeeping`).
 
+use crate::bookkeeping::Bookkeeping;
 use crate::criterion::Criterion;
 use crate::values::Values;
 
@@ -28,15 +31,26 @@ pub enum Violation<'k> {
     Missing(Vec<&'k str>),
     /// doesNotContainAllOf: every value is present.
     AllValues,
-    /// containsOtherThan: every key is listed; these are the keys found.
-    OnlyValues(Vec<&'k str>),
+    /// containsOtherThan: every key is listed; these are the keys found,
+    /// those a value lists and those Kubernetes writes itself.
+    OnlyValues {
+        listed: Vec<&'k str>,
+        kubernetes: Vec<&'k str>,
+    },
     /// doesNotContainOtherThan: these keys are not listed.
     Unlisted(Vec<&'k str>),
 }
 
 /// Judges `keys` against `values`. Keys compare exactly, as Kubernetes map
-/// keys do; duplicate keys count once.
-pub fn evaluate<'k, I>(criterion: Criterion, values: &'k Values, keys: I) -> Verdict<'k>
+/// keys do; duplicate keys count once. A key is looked for among the values
+/// first, so that keys the values list cost what they did before
+/// `bookkeeping` existed.
+pub fn evaluate<'k, I>(
+    criterion: Criterion,
+    values: &'k Values,
+    bookkeeping: Bookkeeping,
+    keys: I,
+) -> Verdict<'k>
 where
     I: IntoIterator<Item = &'k str>,
 {
@@ -46,21 +60,28 @@ where
             (!keys.any(|k| values.lists(k))).then_some(Violation::NoneOfValues)
         }
         Criterion::ContainsOtherThan => {
-            let mut found = Vec::new();
+            let (mut listed, mut kubernetes) = (Vec::new(), Vec::new());
             for key in keys {
-                if !values.lists(key) {
+                if values.lists(key) {
+                    listed.push(key);
+                } else if bookkeeping.counts_as_listed(key) {
+                    kubernetes.push(key);
+                } else {
                     return Verdict::Accepted;
                 }
-                found.push(key);
             }
-            Some(Violation::OnlyValues(sorted(found)))
+            Some(Violation::OnlyValues {
+                listed: sorted(listed),
+                kubernetes: sorted(kubernetes),
+            })
         }
         Criterion::DoesNotContainAnyOf => {
             let forbidden = sorted(keys.filter(|k| values.lists(k)).collect());
             (!forbidden.is_empty()).then_some(Violation::Forbidden(forbidden))
         }
         Criterion::DoesNotContainOtherThan => {
-            let unlisted = sorted(keys.filter(|k| !values.lists(k)).collect());
+            let unlisted = keys.filter(|k| !values.lists(k) && !bookkeeping.counts_as_listed(k));
+            let unlisted = sorted(unlisted.collect());
             (!unlisted.is_empty()).then_some(Violation::Unlisted(unlisted))
         }
         Criterion::ContainsAllOf | Criterion::DoesNotContainAllOf => {
@@ -112,6 +133,7 @@ pub mod oracle {
     use std::collections::BTreeSet;
 
     use super::{Criterion, Violation};
+    use crate::bookkeeping::{self, Bookkeeping};
     use crate::pattern;
 
     /// Whether `value` (an exact name, or a pattern) matches `key`.
@@ -122,16 +144,28 @@ pub mod oracle {
         }
     }
 
-    pub fn accepts(criterion: Criterion, k: &BTreeSet<String>, v: &BTreeSet<String>) -> bool {
+    /// Whether Kubernetes' own `key` counts as listed for the criteria that
+    /// judge the keys outside the values.
+    fn kubernetes(bookkeeping: Bookkeeping, key: &str) -> bool {
+        bookkeeping == Bookkeeping::Listed && bookkeeping::oracle::written_by_kubernetes(key)
+    }
+
+    pub fn accepts(
+        criterion: Criterion,
+        k: &BTreeSet<String>,
+        v: &BTreeSet<String>,
+        bookkeeping: Bookkeeping,
+    ) -> bool {
         let listed = |key: &String| v.iter().any(|value| matches(value, key));
+        let counted = |key: &String| listed(key) || kubernetes(bookkeeping, key);
         let present = |value: &String| k.iter().any(|key| matches(value, key));
         match criterion {
             Criterion::ContainsAnyOf => k.iter().any(listed),
             Criterion::DoesNotContainAnyOf => !k.iter().any(listed),
             Criterion::ContainsAllOf => v.iter().all(present),
             Criterion::DoesNotContainAllOf => !v.iter().all(present),
-            Criterion::ContainsOtherThan => !k.iter().all(listed),
-            Criterion::DoesNotContainOtherThan => k.iter().all(listed),
+            Criterion::ContainsOtherThan => !k.iter().all(counted),
+            Criterion::DoesNotContainOtherThan => k.iter().all(counted),
         }
     }
 
@@ -140,8 +174,10 @@ pub mod oracle {
         criterion: Criterion,
         k: &'a BTreeSet<String>,
         v: &'a BTreeSet<String>,
+        bookkeeping: Bookkeeping,
     ) -> Violation<'a> {
         let listed = |key: &&String| v.iter().any(|value| matches(value, key));
+        let counted = |key: &&String| listed(key) || kubernetes(bookkeeping, key);
         let present = |value: &&String| k.iter().any(|key| matches(value, key));
         let names = |set: Vec<&'a String>| set.into_iter().map(String::as_str).collect();
         match criterion {
@@ -153,9 +189,12 @@ pub mod oracle {
                 Violation::Missing(names(v.iter().filter(|value| !present(value)).collect()))
             }
             Criterion::DoesNotContainAllOf => Violation::AllValues,
-            Criterion::ContainsOtherThan => Violation::OnlyValues(names(k.iter().collect())),
+            Criterion::ContainsOtherThan => Violation::OnlyValues {
+                listed: names(k.iter().filter(listed).collect()),
+                kubernetes: names(k.iter().filter(|key| !listed(key)).collect()),
+            },
             Criterion::DoesNotContainOtherThan => {
-                Violation::Unlisted(names(k.iter().filter(|key| !listed(key)).collect()))
+                Violation::Unlisted(names(k.iter().filter(|key| !counted(key)).collect()))
             }
         }
     }
@@ -170,6 +209,7 @@ pub mod oracle {
         old: &BTreeSet<String>,
         new: &BTreeSet<String>,
         v: &BTreeSet<String>,
+        bookkeeping: Bookkeeping,
     ) -> bool {
         fn faults(violation: Violation<'_>) -> BTreeSet<&str> {
             match violation {
@@ -179,8 +219,9 @@ pub mod oracle {
                 _ => BTreeSet::new(),
             }
         }
-        !accepts(criterion, old, v)
-            && faults(violation(criterion, new, v)).is_subset(&faults(violation(criterion, old, v)))
+        let fails = |keys| !accepts(criterion, keys, v, bookkeeping);
+        let faults_of = |keys| faults(violation(criterion, keys, v, bookkeeping));
+        fails(old) && faults_of(new).is_subset(&faults_of(old))
     }
 }
 
@@ -193,6 +234,8 @@ mod tests {
 
     use proptest::prelude::*;
 
+    use Bookkeeping::{Judged, Listed};
+
     use Criterion::*;
 
     fn values(names: &[&str]) -> Values {
@@ -200,7 +243,7 @@ mod tests {
     }
 
     fn accepted(criterion: Criterion, values: &Values, keys: &[&str]) -> bool {
-        evaluate(criterion, values, keys.iter().copied()) == Verdict::Accepted
+        evaluate(criterion, values, Listed, keys.iter().copied()) == Verdict::Accepted
     }
 
     /// The specification's truth tables for `values: [a, b]`, all 48 cells;
@@ -253,7 +296,10 @@ mod tests {
             (
                 ContainsOtherThan,
                 &["c", "a", "c"],
-                Violation::OnlyValues(vec!["a", "c"]),
+                Violation::OnlyValues {
+                    listed: vec!["a", "c"],
+                    kubernetes: vec![],
+                },
             ),
             (
                 DoesNotContainOtherThan,
@@ -263,7 +309,7 @@ mod tests {
         ];
         for (criterion, keys, violation) in cases {
             assert_eq!(
-                evaluate(criterion, &v, keys.iter().copied()),
+                evaluate(criterion, &v, Listed, keys.iter().copied()),
                 Verdict::Rejected(violation),
                 "{criterion}"
             );
@@ -287,9 +333,90 @@ mod tests {
         "[a-e]{1,2}"
     }
 
-    /// Exact names, and now and then a pattern over the same alphabet.
+    /// Kubernetes' own keys, and one that only looks like them.
+    const KUBERNETES_KEYS: [&str; 4] = [
+        "kubernetes.io/limit-ranger",
+        "kubectl.kubernetes.io/restartedAt",
+        "deprecated.daemonset.template.generation",
+        "kubernetes.io/limit-rangers",
+    ];
+
+    /// Mostly names from the small alphabet, now and then one of Kubernetes'.
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![6 => name(), 1 => proptest::sample::select(&KUBERNETES_KEYS[..]).prop_map(String::from)]
+    }
+
+    /// Exact names, and now and then a pattern over the same alphabet, or a
+    /// value that lists one of Kubernetes' keys.
     fn value() -> impl Strategy<Value = String> {
-        prop_oneof![4 => name(), 1 => "[a-e]{0,1}\\*[a-e*/]{0,2}"]
+        prop_oneof![
+            8 => name(),
+            2 => "[a-e]{0,1}\\*[a-e*/]{0,2}",
+            1 => proptest::sample::select(vec!["kubernetes.io/limit-ranger", "kubectl.kubernetes.io/*"]).prop_map(String::from),
+        ]
+    }
+
+    fn bookkeeping() -> impl Strategy<Value = Bookkeeping> {
+        proptest::sample::select(vec![Listed, Judged])
+    }
+
+    /// The keys Kubernetes writes count as listed for the two criteria that
+    /// judge the keys outside the values, and only for them.
+    #[test]
+    fn kubernetes_keys_count_as_listed_unless_judged() {
+        let v = values(&["example.com/*"]);
+        let keys = ["example.com/owner", "kubernetes.io/limit-ranger", "zone"];
+        assert_eq!(
+            evaluate(DoesNotContainOtherThan, &v, Listed, keys),
+            Verdict::Rejected(Violation::Unlisted(vec!["zone"]))
+        );
+        assert_eq!(
+            evaluate(DoesNotContainOtherThan, &v, Judged, keys),
+            Verdict::Rejected(Violation::Unlisted(vec![
+                "kubernetes.io/limit-ranger",
+                "zone"
+            ]))
+        );
+        // containsOtherThan: Kubernetes' keys are no annotation of the user's.
+        let v = values(&["a", "kubectl.kubernetes.io/*"]);
+        let keys = [
+            "kubernetes.io/limit-ranger",
+            "a",
+            "kubectl.kubernetes.io/restartedAt",
+        ];
+        assert_eq!(
+            evaluate(ContainsOtherThan, &v, Listed, keys),
+            Verdict::Rejected(Violation::OnlyValues {
+                listed: vec!["a", "kubectl.kubernetes.io/restartedAt"],
+                kubernetes: vec!["kubernetes.io/limit-ranger"],
+            })
+        );
+        assert_eq!(
+            evaluate(ContainsOtherThan, &v, Judged, keys),
+            Verdict::Accepted
+        );
+        // The other criteria look only for the values, named or not.
+        let v = values(&["kubernetes.io/change-cause"]);
+        let keys = ["kubernetes.io/change-cause"];
+        for bookkeeping in [Listed, Judged] {
+            assert_eq!(
+                evaluate(DoesNotContainAnyOf, &v, bookkeeping, keys),
+                Verdict::Rejected(Violation::Forbidden(vec!["kubernetes.io/change-cause"]))
+            );
+            assert_eq!(
+                evaluate(ContainsAllOf, &v, bookkeeping, keys),
+                Verdict::Accepted
+            );
+            assert_eq!(
+                evaluate(
+                    ContainsAnyOf,
+                    &v,
+                    bookkeeping,
+                    ["kubernetes.io/limit-ranger"]
+                ),
+                Verdict::Rejected(Violation::NoneOfValues)
+            );
+        }
     }
 
     #[test]
@@ -314,16 +441,25 @@ mod tests {
             ),
         ];
         for (criterion, expected) in cases {
-            assert_eq!(evaluate(criterion, &v, keys), expected, "{criterion}");
+            assert_eq!(
+                evaluate(criterion, &v, Listed, keys),
+                expected,
+                "{criterion}"
+            );
         }
         // A value that no key matched is named as written.
         let v = values(&["cost.example.org/*", "a", "z*"]);
         assert_eq!(
-            evaluate(ContainsAllOf, &v, ["a", "cost.example.org"]),
+            evaluate(ContainsAllOf, &v, Listed, ["a", "cost.example.org"]),
             Verdict::Rejected(Violation::Missing(vec!["cost.example.org/*", "z*"]))
         );
         assert_eq!(
-            evaluate(DoesNotContainAllOf, &v, ["zz", "a", "cost.example.org/x"]),
+            evaluate(
+                DoesNotContainAllOf,
+                &v,
+                Listed,
+                ["zz", "a", "cost.example.org/x"]
+            ),
             Verdict::Rejected(Violation::AllValues)
         );
     }
@@ -332,26 +468,28 @@ mod tests {
         #[test]
         fn verdicts_and_violations_follow_the_formulas(
             criterion in criterion(),
-            keys in proptest::collection::vec(name(), 0..12),
+            keys in proptest::collection::vec(key(), 0..12),
             // Up to 16 values: exact names are looked up one by one below 9,
             // by binary search above.
             wanted in proptest::collection::btree_set(value(), 1..16),
+            bookkeeping in bookkeeping(),
             shuffle_seed in any::<u64>(),
         ) {
             let k: BTreeSet<String> = keys.iter().cloned().collect();
             let v = Values::new(wanted.clone());
-            let verdict = evaluate(criterion, &v, keys.iter().map(String::as_str));
-            if oracle::accepts(criterion, &k, &wanted) {
+            let verdict = evaluate(criterion, &v, bookkeeping, keys.iter().map(String::as_str));
+            if oracle::accepts(criterion, &k, &wanted, bookkeeping) {
                 prop_assert_eq!(&verdict, &Verdict::Accepted);
             } else {
-                prop_assert_eq!(&verdict, &Verdict::Rejected(oracle::violation(criterion, &k, &wanted)));
+                let expected = oracle::violation(criterion, &k, &wanted, bookkeeping);
+                prop_assert_eq!(&verdict, &Verdict::Rejected(expected));
             }
             // Order of the keys never matters.
             let mut shuffled = keys.clone();
             let len = shuffled.len().max(1);
             shuffled.rotate_left((shuffle_seed as usize) % len);
             shuffled.reverse();
-            let again = evaluate(criterion, &v, shuffled.iter().map(String::as_str));
+            let again = evaluate(criterion, &v, bookkeeping, shuffled.iter().map(String::as_str));
             prop_assert_eq!(verdict, again);
         }
 
@@ -370,7 +508,7 @@ mod tests {
                 ContainsOtherThan => !k.is_subset(&v),
                 DoesNotContainOtherThan => k.is_subset(&v),
             };
-            prop_assert_eq!(oracle::accepts(criterion, &k, &v), expected);
+            prop_assert_eq!(oracle::accepts(criterion, &k, &v, Judged), expected);
         }
     }
 }

@@ -2,6 +2,7 @@
 //! evaluator judge the annotation keys, answer in Kubewarden's JSON.
 
 pub mod annotation_key;
+pub mod bookkeeping;
 pub mod bytes;
 pub mod criterion;
 pub mod evaluator;
@@ -56,8 +57,9 @@ pub fn decide(payload: &[u8]) -> Result<(), String> {
     }
     settings::with_cached(payload.settings.unwrap_or(b"null"), |settings| {
         let settings = settings.map_err(str::to_owned)?;
+        let (criterion, values) = (settings.criterion, &settings.values);
         let Verdict::Rejected(violation) =
-            evaluator::evaluate(settings.criterion, &settings.values, object.keys())
+            evaluator::evaluate(criterion, values, settings.bookkeeping, object.keys())
         else {
             return Ok(());
         };
@@ -172,22 +174,36 @@ mod tests {
         assert!(error.contains("invalid settings"), "{error}");
     }
 
+    /// Keys from `regex`, and now and then one Kubernetes writes itself.
+    fn kubernetes_or(regex: &'static str) -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::strategy::Strategy;
+        let kubernetes = [
+            "kubernetes.io/limit-ranger",
+            "deployment.kubernetes.io/revision",
+        ];
+        proptest::prop_oneof![
+            4 => proptest::string::string_regex(regex).expect("a regex"),
+            1 => proptest::sample::select(kubernetes.to_vec()).prop_map(String::from),
+        ]
+    }
+
     proptest::proptest! {
         /// Through the whole decision: random keys (any text, so escapes and
-        /// invalid names too) against random valid values, exact or patterns,
-        /// created or updated from random old keys.
+        /// invalid names too, and Kubernetes' own) against random valid
+        /// values, exact or patterns, created or updated from random old keys.
         #[test]
         fn verdicts_and_messages_follow_the_formulas(
             criterion in proptest::sample::select(criterion::Criterion::ALL.to_vec()),
-            keys in proptest::collection::btree_set(
-                proptest::prop_oneof!["[abc]", ".{0,6}"], 0..8),
+            keys in proptest::collection::btree_set(kubernetes_or("[abc]|.{0,6}"), 0..8),
             values in proptest::collection::btree_set(
                 proptest::prop_oneof![3 => "[abcd]", 1 => "[ab]?\\*"], 1..4),
-            old in proptest::option::of(proptest::collection::btree_set("[abc]", 0..4)),
+            old in proptest::option::of(proptest::collection::btree_set(kubernetes_or("[abc]"), 0..4)),
             allow in proptest::option::of(proptest::bool::ANY),
+            allow_kubernetes in proptest::option::of(proptest::bool::ANY),
         ) {
             use std::collections::BTreeSet;
             use evaluator::oracle;
+            use bookkeeping::Bookkeeping;
             let object = |keys: &BTreeSet<String>| {
                 let annotations: serde_json::Map<String, serde_json::Value> =
                     keys.iter().map(|k| (k.clone(), "v".into())).collect();
@@ -197,6 +213,13 @@ mod tests {
             if let Some(allow) = allow {
                 settings["allowExistingViolations"] = allow.into();
             }
+            if let Some(allow) = allow_kubernetes {
+                settings["allowKubernetesBookkeeping"] = allow.into();
+            }
+            let bookkeeping = match allow_kubernetes {
+                Some(false) => Bookkeeping::Judged,
+                _ => Bookkeeping::Listed,
+            };
             let payload = serde_json::json!({
                 "settings": settings,
                 "request": {"operation": "UPDATE", "object": object(&keys), "oldObject": old.as_ref().map(object)}
@@ -205,14 +228,16 @@ mod tests {
             let (k, v) = (&keys, &values);
             let excused = old
                 .as_ref()
-                .is_some_and(|old| allow != Some(false) && oracle::excused(criterion, old, k, v));
-            if oracle::accepts(criterion, k, v) || excused {
+                .is_some_and(|old| {
+                    allow != Some(false) && oracle::excused(criterion, old, k, v, bookkeeping)
+                });
+            if oracle::accepts(criterion, k, v, bookkeeping) || excused {
                 proptest::prop_assert_eq!(verdict, Ok(()));
             } else {
                 let subject = message::Subject { kind: Some("Pod"), name: Some("p"), namespace: None };
                 let values: Vec<String> = v.iter().cloned().collect();
                 let expected = message::rejection(
-                    &subject, &values, &oracle::violation(criterion, k, v));
+                    &subject, &values, &oracle::violation(criterion, k, v, bookkeeping));
                 proptest::prop_assert_eq!(verdict, Err(expected));
             }
         }

@@ -251,15 +251,27 @@ pub fn rejection(subject: &Subject, values: &[String], violation: &Violation) ->
              remove at least one of them"
         ),
         // containsOtherThan
-        Violation::OnlyValues(found) if found.is_empty() => write!(
-            out,
-            "{subject} has no annotations; it needs at least one annotation other than {values}"
-        ),
-        Violation::OnlyValues(found) => write!(
-            out,
-            "{subject} carries only the annotations {}; it needs at least one annotation other than {values}",
-            names(found)
-        ),
+        Violation::OnlyValues { listed, kubernetes } => {
+            // One sorted list of what the object carries; Kubernetes' own
+            // keys are said not to count, rather than listed twice.
+            let mut found: Vec<&str> = listed.iter().chain(kubernetes).copied().collect();
+            found.sort_unstable();
+            let own = match kubernetes.is_empty() {
+                true => "",
+                false => " and those Kubernetes writes itself",
+            };
+            match found.is_empty() {
+                true => write!(
+                    out,
+                    "{subject} has no annotations; it needs at least one annotation other than {values}"
+                ),
+                false => write!(
+                    out,
+                    "{subject} carries only the annotations {}; it needs at least one annotation other than {values}{own}",
+                    names(&found)
+                ),
+            }
+        }
         // doesNotContainOtherThan
         Violation::Unlisted(unlisted) => write!(
             out,
@@ -311,12 +323,28 @@ mod tests {
                 r#"Pod "default/web" carries all of the annotations "a", "b", which must not appear together; remove at least one of them"#,
             ),
             (
-                Violation::OnlyValues(vec![]),
+                Violation::OnlyValues {
+                    listed: vec![],
+                    kubernetes: vec![],
+                },
                 r#"Pod "default/web" has no annotations; it needs at least one annotation other than "a", "b""#,
             ),
             (
-                Violation::OnlyValues(vec!["a"]),
+                Violation::OnlyValues {
+                    listed: vec!["a"],
+                    kubernetes: vec![],
+                },
                 r#"Pod "default/web" carries only the annotations "a"; it needs at least one annotation other than "a", "b""#,
+            ),
+            (
+                Violation::OnlyValues {
+                    listed: vec!["b"],
+                    kubernetes: vec![
+                        "deprecated.daemonset.template.generation",
+                        "kubernetes.io/psp",
+                    ],
+                },
+                r#"Pod "default/web" carries only the annotations "b", "deprecated.daemonset.template.generation", "kubernetes.io/psp"; it needs at least one annotation other than "a", "b" and those Kubernetes writes itself"#,
             ),
             (
                 Violation::Unlisted(vec!["x", "y"]),
@@ -465,7 +493,7 @@ mod tests {
                 1 => Violation::Forbidden(keys),
                 2 => Violation::Missing(keys),
                 3 => Violation::AllValues,
-                4 => Violation::OnlyValues(keys),
+                4 => Violation::OnlyValues { listed: keys.clone(), kubernetes: keys },
                 _ => Violation::Unlisted(keys),
             };
             let message = rejection(&subject, &values, &violation);

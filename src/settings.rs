@@ -1,11 +1,12 @@
 //! The policy's settings: the wire format of Kubewarden's annotations policy
-//! (`criteria` and `values`), plus the optional `allowExistingViolations`,
-//! parsed strictly so that a typo never turns into a silently misconfigured
-//! cluster.
+//! (`criteria` and `values`), plus the optional `allowExistingViolations`
+//! and `allowKubernetesBookkeeping`, parsed strictly so that a typo never
+//! turns into a silently misconfigured cluster.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
+use crate::bookkeeping::Bookkeeping;
 use crate::bytes;
 use crate::criterion::Criterion;
 use crate::json::{self, Reader};
@@ -21,6 +22,10 @@ pub struct Settings {
     /// Whether an update may keep the faults its old object already had
     /// (see `existing_violations`); `true` unless the settings say otherwise.
     pub allow_existing_violations: bool,
+    /// Whether the keys Kubernetes writes itself count as listed
+    /// (`allowKubernetesBookkeeping`, see `bookkeeping`); listed unless the
+    /// settings say otherwise.
+    pub bookkeeping: Bookkeeping,
 }
 
 /// The settings as they arrive, before any rule is checked. The required
@@ -31,9 +36,21 @@ struct RawSettings {
     criteria: Option<String>,
     values: Option<Vec<String>>,
     allow_existing_violations: Option<bool>,
+    allow_kubernetes_bookkeeping: Option<bool>,
 }
 
-const FIELDS: &str = "`criteria`, `values` or `allowExistingViolations`";
+/// Every field the settings may hold, as the README's settings table and
+/// `questions-ui.yml` must name them.
+pub const FIELD_NAMES: [&str; 4] = [
+    "criteria",
+    "values",
+    "allowExistingViolations",
+    "allowKubernetesBookkeeping",
+];
+
+/// `FIELD_NAMES` as an error message lists them.
+const FIELDS: &str =
+    "`criteria`, `values`, `allowExistingViolations` or `allowKubernetesBookkeeping`";
 
 /// Only an object is taken, and an unknown field is an error: a typo such as
 /// `valuess` must not leave the policy silently misconfigured.
@@ -42,21 +59,19 @@ fn read_raw(r: &mut Reader) -> json::Result<RawSettings> {
         return r.unexpected("an object with `criteria` and `values`");
     }
     let mut raw = RawSettings::default();
-    let (mut seen_criteria, mut seen_values, mut seen_allow) = (false, false, false);
+    let (mut seen_criteria, mut seen_values) = (false, false);
     let mut members = r.members();
     while let Some(key) = members.next(r)? {
         match &*key.text() {
             "criteria" if seen_criteria => return r.fail("duplicate field `criteria`"),
             "values" if seen_values => return r.fail("duplicate field `values`"),
-            "allowExistingViolations" if seen_allow => {
-                return r.fail("duplicate field `allowExistingViolations`");
-            }
             "allowExistingViolations" => {
-                seen_allow = true;
-                raw.allow_existing_violations = match r.boolean()? {
-                    Some(allow) => Some(allow),
-                    None => return r.unexpected("`allowExistingViolations` to be true or false"),
-                };
+                let field = &mut raw.allow_existing_violations;
+                read_flag(r, field, "allowExistingViolations")?;
+            }
+            "allowKubernetesBookkeeping" => {
+                let field = &mut raw.allow_kubernetes_bookkeeping;
+                read_flag(r, field, "allowKubernetesBookkeeping")?;
             }
             "criteria" => {
                 seen_criteria = true;
@@ -96,6 +111,18 @@ fn read_raw(r: &mut Reader) -> json::Result<RawSettings> {
     }
     r.end()?;
     Ok(raw)
+}
+
+/// An optional boolean field, given at most once.
+fn read_flag(r: &mut Reader, field: &mut Option<bool>, name: &str) -> json::Result<()> {
+    if field.is_some() {
+        return r.fail(format!("duplicate field `{name}`"));
+    }
+    match r.boolean()? {
+        Some(flag) => *field = Some(flag),
+        None => return r.unexpected(&format!("`{name}` to be true or false")),
+    }
+    Ok(())
 }
 
 impl Settings {
@@ -154,6 +181,10 @@ impl Settings {
             criterion,
             values: Values::new(values),
             allow_existing_violations: raw.allow_existing_violations.unwrap_or(true),
+            bookkeeping: match raw.allow_kubernetes_bookkeeping {
+                Some(false) => Bookkeeping::Judged,
+                Some(true) | None => Bookkeeping::Listed,
+            },
         })
     }
 }
@@ -234,6 +265,27 @@ mod tests {
                 allow,
                 "{json}"
             );
+        }
+    }
+
+    #[test]
+    fn the_unknown_field_message_names_every_field() {
+        let named: Vec<&str> = FIELDS.split('`').skip(1).step_by(2).collect();
+        assert_eq!(named, FIELD_NAMES);
+    }
+
+    #[test]
+    fn kubernetes_keys_count_as_listed_unless_turned_off() {
+        let listed = parse(r#"{"criteria":"doesNotContainOtherThan","values":["a"]}"#).unwrap();
+        assert_eq!(listed.bookkeeping, Bookkeeping::Listed);
+        for (flag, bookkeeping) in [
+            ("true", Bookkeeping::Listed),
+            ("false", Bookkeeping::Judged),
+        ] {
+            let json = format!(
+                r#"{{"criteria":"doesNotContainOtherThan","values":["a"],"allowKubernetesBookkeeping":{flag}}}"#
+            );
+            assert_eq!(parse(&json).unwrap().bookkeeping, bookkeeping, "{json}");
         }
     }
 
@@ -324,7 +376,7 @@ mod tests {
             (
                 r#"{"criteria":"containsAnyOf","values":["a"],"valuess":["b"]}"#,
                 &[
-                    "unknown field `valuess`, expected `criteria`, `values` or `allowExistingViolations`",
+                    "unknown field `valuess`, expected `criteria`, `values`, `allowExistingViolations` or `allowKubernetesBookkeeping`",
                 ],
             ),
             (
@@ -346,6 +398,24 @@ mod tests {
             (
                 r#"{"allowExistingViolations":true,"allowExistingViolations":false,"criteria":"containsAnyOf","values":["a"]}"#,
                 &["duplicate field `allowExistingViolations`"],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":["a"],"allowKubernetesBookkeeping":"false"}"#,
+                &[
+                    "expected `allowKubernetesBookkeeping` to be true or false, found a string at byte 72",
+                ],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":["a"],"allowKubernetesBookkeeping":[]}"#,
+                &["expected `allowKubernetesBookkeeping` to be true or false, found an array"],
+            ),
+            (
+                r#"{"allowKubernetesBookkeeping":false,"criteria":"containsAnyOf","values":["a"],"allowKubernetesBookkeeping":false}"#,
+                &["duplicate field `allowKubernetesBookkeeping`"],
+            ),
+            (
+                r#"{"criteria":"containsAnyOf","values":["a"],"allowKubernetesBookKeeping":false}"#,
+                &["unknown field `allowKubernetesBookKeeping`"],
             ),
             (
                 r#"{"criteria":"containsAnyOf","values":["example.com/*-","exa mple.com/*","ok/*"]}"#,

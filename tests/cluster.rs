@@ -1,8 +1,11 @@
-//! The requests a cluster sends on its own (`test_data/cluster/`): a
-//! Deployment applied, rolled out, restarted, autoscaled and deleted, and a
-//! CronJob's run, as the API server hands them to the policy. Under the
-//! README's recommended settings every one is accepted; the settings the
-//! README warns against reject exactly the requests it says they do.
+//! The requests a cluster sends on its own (`test_data/cluster/`), for every
+//! kind the default rules cover: Deployments applied, rolled out, restarted,
+//! autoscaled, annotated and deleted; DaemonSets, StatefulSets,
+//! ReplicationControllers and their Pods; a CronJob's run and a Job made from
+//! it by hand; an Indexed Job's Pod; a Pod defaulted by a LimitRange; a
+//! kubelet's mirror Pod; a release installed by Helm. Under the README's
+//! recommended settings every one is accepted; the settings the README warns
+//! against reject exactly the requests it says they do, naming the keys.
 
 mod common;
 
@@ -13,39 +16,159 @@ use serde_json::Value;
 
 /// The README's recommended settings for workloads.
 const OWNER_REQUIRED: &str = r#"{"criteria":"containsAllOf","values":["example.com/owner"]}"#;
-const ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*","kubectl.kubernetes.io/*","deployment.kubernetes.io/*","batch.kubernetes.io/*"]}"#;
+const ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"]}"#;
+/// The allowlist with the values the README gives Helm users.
+const HELM_ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*","meta.helm.sh/release-name","meta.helm.sh/release-namespace"]}"#;
 const DENYLIST: &str =
     r#"{"criteria":"doesNotContainAnyOf","values":["example.com/debug","example.com/skip-*"]}"#;
 
-/// What the README warns against: an allowlist of the user's own keys, and
-/// every update judged on its new object alone.
-const EXACT_ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/owner","kubectl.kubernetes.io/last-applied-configuration"]}"#;
+/// What the README warns against: Kubernetes' own keys judged like any
+/// other, and every update judged on its new object alone.
+const JUDGED_ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowKubernetesBookkeeping":false}"#;
+const JUDGED_HELM_ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*","meta.helm.sh/release-name","meta.helm.sh/release-namespace"],"allowKubernetesBookkeeping":false}"#;
 const STRICT_OWNER: &str = r#"{"criteria":"containsAllOf","values":["example.com/owner"],"allowExistingViolations":false}"#;
 
-fn requests() -> Vec<(String, String)> {
+/// The keys of each request that Kubernetes, kubectl or Helm wrote, by the
+/// number its file starts with: what an allowlist of `example.com/*` alone
+/// must name when Kubernetes' own keys are judged. The README's Helm values
+/// admit Helm's.
+const WRITTEN_BY_THE_CLUSTER: [(&str, &[&str]); 30] = [
+    ("01", &[LAST_APPLIED]),
+    ("02", DEPLOYMENT_CONTROLLER),
+    ("03", &[]),
+    ("04", &[REVISION, LAST_APPLIED]),
+    ("05", DEPLOYMENT_CONTROLLER),
+    ("06", DEPLOYMENT_CONTROLLER),
+    ("07", &["kubectl.kubernetes.io/restartedAt"]),
+    ("08", &["batch.kubernetes.io/cronjob-scheduled-timestamp"]),
+    ("09", &[]),
+    ("10", DEPLOYMENT_CONTROLLER),
+    ("11", &[REVISION, LAST_APPLIED]),
+    ("12", &[]),
+    ("13", &[TEMPLATE_GENERATION, LAST_APPLIED]),
+    ("14", &[]),
+    ("15", &[TEMPLATE_GENERATION, LAST_APPLIED]),
+    ("16", &[TEMPLATE_GENERATION, LAST_APPLIED]),
+    ("17", &["kubectl.kubernetes.io/restartedAt"]),
+    ("18", &[TEMPLATE_GENERATION, LAST_APPLIED]),
+    ("19", &[LAST_APPLIED]),
+    ("20", &[]),
+    ("21", &["kubernetes.io/limit-ranger"]),
+    (
+        "22",
+        &[
+            "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint",
+            "kubernetes.io/config.hash",
+            "kubernetes.io/config.mirror",
+            "kubernetes.io/config.seen",
+            "kubernetes.io/config.source",
+        ],
+    ),
+    ("23", &[REVISION, LAST_APPLIED, CHANGE_CAUSE]),
+    (
+        "24",
+        &[
+            "deployment.kubernetes.io/desired-replicas",
+            "deployment.kubernetes.io/max-replicas",
+            REVISION,
+            CHANGE_CAUSE,
+        ],
+    ),
+    ("25", &["cronjob.kubernetes.io/instantiate"]),
+    ("26", &["batch.kubernetes.io/job-completion-index"]),
+    ("27", &[LAST_APPLIED]),
+    ("28", &[]),
+    ("29", &[]),
+    ("30", DEPLOYMENT_CONTROLLER),
+];
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+const REVISION: &str = "deployment.kubernetes.io/revision";
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+const CHANGE_CAUSE: &str = "kubernetes.io/change-cause";
+const DEPLOYMENT_CONTROLLER: &[&str] = &[
+    "deployment.kubernetes.io/desired-replicas",
+    "deployment.kubernetes.io/max-replicas",
+    REVISION,
+];
+
+/// The requests from Helm's release, judged with the README's Helm values.
+const HELM: [&str; 2] = ["29", "30"];
+/// Updates that add one of Kubernetes' keys to an object: `kubectl annotate`
+/// and the deployment controller copying what it added.
+const ADDS_A_KUBERNETES_KEY: [&str; 2] = ["23", "24"];
+/// Updates of objects that lack the owner and predate the policy.
+const PREDATE_THE_POLICY: [&str; 4] = ["10", "11", "12", "18"];
+
+struct Request {
+    /// The file's name, which starts with its number.
+    name: String,
+    text: String,
+    json: Value,
+}
+
+impl Request {
+    fn number(&self) -> &str {
+        &self.name[..2]
+    }
+
+    fn is(&self, numbers: &[&str]) -> bool {
+        numbers.contains(&self.number())
+    }
+}
+
+fn requests() -> Vec<Request> {
     let dir = root().join("test_data/cluster");
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("test_data/cluster")
         .map(|entry| entry.expect("entry").path())
         .collect();
     paths.sort();
-    assert_eq!(paths.len(), 12, "{paths:?}");
+    assert_eq!(paths.len(), WRITTEN_BY_THE_CLUSTER.len(), "{paths:?}");
     paths
         .into_iter()
         .map(|path| {
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read_to_string(&path).expect("request"))
+            let text = std::fs::read_to_string(&path).expect("request");
+            let json = serde_json::from_str(&text).expect(&name);
+            Request { name, text, json }
         })
         .collect()
 }
 
+fn written_by_the_cluster(request: &Request) -> &'static [&'static str] {
+    let (number, keys) = WRITTEN_BY_THE_CLUSTER[requests_index(request)];
+    assert_eq!(number, request.number(), "the table is in file order");
+    keys
+}
+
+fn requests_index(request: &Request) -> usize {
+    request.number().parse::<usize>().expect("a number") - 1
+}
+
+/// The namespaces the README's ClusterAdmissionPolicy leaves out.
+fn excluded_namespaces() -> Vec<String> {
+    let text = std::fs::read_to_string(root().join("examples/cluster-admission-policy.yaml"))
+        .expect("the example policy");
+    let policy: Value = serde_yaml::from_str(&text).expect("YAML");
+    let expressions = policy["spec"]["namespaceSelector"]["matchExpressions"]
+        .as_array()
+        .expect("a namespaceSelector with matchExpressions");
+    expressions
+        .iter()
+        .filter(|e| e["key"] == "kubernetes.io/metadata.name" && e["operator"] == "NotIn")
+        .flat_map(|e| e["values"].as_array().expect("values").clone())
+        .map(|v| v.as_str().expect("a name").to_string())
+        .collect()
+}
+
 /// The requests carry what the API server puts in them: the objects a
-/// controller creates name their owner, every object its field managers,
-/// and every update the object it replaces.
+/// controller or the kubelet creates name their owner, every object its
+/// field managers, and every update the object it replaces.
 #[test]
 fn the_requests_are_shaped_as_the_api_server_sends_them() {
-    for (name, text) in requests() {
-        let request: Value = serde_json::from_str(&text).expect(&name);
+    for request in requests() {
+        let (name, request) = (&request.name, &request.json);
         for field in [
             "uid",
             "kind",
@@ -57,15 +180,22 @@ fn the_requests_are_shaped_as_the_api_server_sends_them() {
         ] {
             assert!(!request[field].is_null(), "{name} lacks {field}");
         }
+        assert_eq!(request["kind"]["kind"], request["object"]["kind"], "{name}");
         let metadata = &request["object"]["metadata"];
         assert!(metadata["managedFields"].is_array(), "{name}");
+        assert_eq!(metadata["namespace"], request["namespace"], "{name}");
         let user = request["userInfo"]["username"].as_str().unwrap();
-        let by_controller = user.starts_with("system:serviceaccount:kube-system:");
+        let by_controller = user.starts_with("system:serviceaccount:kube-system:")
+            || user.starts_with("system:node:");
         if by_controller && request["operation"] == "CREATE" {
             assert!(metadata["ownerReferences"].is_array(), "{name}");
         }
         match request["operation"].as_str().unwrap() {
-            "UPDATE" => assert!(request["oldObject"].is_object(), "{name}"),
+            "UPDATE" => {
+                assert!(request["oldObject"].is_object(), "{name}");
+                let old = &request["oldObject"]["metadata"];
+                assert_eq!(old["uid"], metadata["uid"], "{name}");
+            }
             "CREATE" => assert!(request["oldObject"].is_null(), "{name}"),
             other => panic!("{name}: {other}"),
         }
@@ -78,53 +208,138 @@ fn the_requests_are_shaped_as_the_api_server_sends_them() {
     }
 }
 
+/// The table names exactly the keys each request carries that are not the
+/// user's own, so that the verdicts below are about the right keys.
+#[test]
+fn the_table_names_every_key_that_is_not_the_users() {
+    for request in requests() {
+        let annotations = request.json["object"]["metadata"]["annotations"]
+            .as_object()
+            .map(|a| a.keys().cloned().collect::<Vec<_>>())
+            .unwrap_or_default();
+        let foreign: Vec<&str> = annotations
+            .iter()
+            .map(String::as_str)
+            .filter(|key| !key.starts_with("example.com/") && !key.starts_with("meta.helm.sh/"))
+            .collect();
+        assert_eq!(
+            foreign,
+            written_by_the_cluster(&request),
+            "{}",
+            request.name
+        );
+    }
+}
+
 #[test]
 fn every_request_passes_the_recommended_settings() {
     let policy = policy();
-    for (name, request) in requests() {
-        for settings in [OWNER_REQUIRED, ALLOWLIST, DENYLIST] {
-            let verdict = validate(&policy, &request, settings);
-            assert!(verdict.accepted, "{name} under {settings}: {verdict:?}");
+    let excluded = excluded_namespaces();
+    assert_eq!(excluded, ["kube-system"]);
+    for request in requests() {
+        let allowlist = match request.is(&HELM) {
+            true => HELM_ALLOWLIST,
+            false => ALLOWLIST,
+        };
+        for settings in [OWNER_REQUIRED, allowlist, DENYLIST] {
+            let verdict = validate(&policy, &request.text, settings);
+            // The control plane's own Pods carry no owner: the README's
+            // policy leaves their namespace out.
+            let namespace = request.json["namespace"].as_str().unwrap();
+            if settings == OWNER_REQUIRED && excluded.iter().any(|n| n == namespace) {
+                assert!(!verdict.accepted, "{}", request.name);
+                continue;
+            }
+            assert!(
+                verdict.accepted,
+                "{} under {settings}: {verdict:?}",
+                request.name
+            );
         }
     }
 }
 
-/// Which requests the warned-against settings reject, and with what message.
+/// An allowlist of the user's own prefix names Helm's keys until the README's
+/// Helm values admit them.
 #[test]
-fn the_settings_the_readme_warns_against_break_the_cluster() {
+fn helms_keys_need_the_values_the_readme_gives() {
     let policy = policy();
-    let deployment_keys = r#"remove "deployment.kubernetes.io/desired-replicas", "deployment.kubernetes.io/max-replicas", "deployment.kubernetes.io/revision""#;
-    for (name, request) in requests() {
-        // Every ReplicaSet the deployment controller creates, the Pods of a
-        // restarted rollout and a CronJob's Jobs. Updates keep the keys the
-        // old object had, and pass.
-        let verdict = validate(&policy, &request, EXACT_ALLOWLIST);
-        let expected = match &name[..3] {
-            "02-" | "05-" => Some(deployment_keys),
-            "07-" => Some(r#"remove "kubectl.kubernetes.io/restartedAt""#),
-            "08-" => Some(r#"remove "batch.kubernetes.io/cronjob-scheduled-timestamp""#),
-            _ => None,
+    for request in requests().iter().filter(|r| r.is(&HELM)) {
+        let verdict = validate(&policy, &request.text, ALLOWLIST);
+        let message = verdict.message.unwrap_or_default();
+        assert!(
+            message.ends_with(
+                r#"remove "meta.helm.sh/release-name", "meta.helm.sh/release-namespace""#
+            ),
+            "{}: {message}",
+            request.name
+        );
+    }
+}
+
+fn removal(keys: &[&str]) -> String {
+    let quoted: Vec<String> = keys.iter().map(|k| format!("\"{k}\"")).collect();
+    format!("; remove {}", quoted.join(", "))
+}
+
+/// With `allowKubernetesBookkeeping: false`, each request that carries one
+/// of Kubernetes' keys is rejected, naming them: every one when updates are
+/// judged alone too, and with the README's default for updates, every
+/// creation and the updates that add such a key.
+#[test]
+fn kubernetes_keys_judged_break_the_cluster_naming_them() {
+    let policy = policy();
+    for request in requests() {
+        let keys = written_by_the_cluster(&request);
+        let judged = match request.is(&HELM) {
+            true => JUDGED_HELM_ALLOWLIST,
+            false => JUDGED_ALLOWLIST,
         };
-        match expected {
-            Some(removal) => {
-                assert!(!verdict.accepted, "{name}");
+        let strict = judged.replace('}', r#","allowExistingViolations":false}"#);
+        let update = request.json["operation"] == "UPDATE";
+        for (settings, rejected) in [
+            (strict.as_str(), !keys.is_empty()),
+            (
+                judged,
+                !keys.is_empty() && (!update || request.is(&ADDS_A_KUBERNETES_KEY)),
+            ),
+        ] {
+            let verdict = validate(&policy, &request.text, settings);
+            assert_eq!(
+                !verdict.accepted, rejected,
+                "{} under {settings}: {verdict:?}",
+                request.name
+            );
+            if rejected {
                 let message = verdict.message.unwrap();
-                assert!(message.ends_with(removal), "{name}: {message}");
+                assert!(
+                    message.ends_with(&removal(keys)),
+                    "{}: {message}",
+                    request.name
+                );
             }
-            None => assert!(verdict.accepted, "{name}: {verdict:?}"),
         }
-        // Every update of an object that predates the policy: the scale-up,
-        // and both finalizer removals, which would leave the objects
-        // terminating for good.
-        let verdict = validate(&policy, &request, STRICT_OWNER);
-        let expected =
-            name.starts_with("10-") || name.starts_with("11-") || name.starts_with("12-");
-        assert_eq!(!verdict.accepted, expected, "{name}: {verdict:?}");
+    }
+}
+
+/// With every update judged alone, the controllers' updates of objects that
+/// predate the policy are rejected: the scale-up and the finalizer
+/// removals, which would leave the objects terminating for good.
+#[test]
+fn updates_judged_alone_break_the_cluster() {
+    let policy = policy();
+    let excluded = excluded_namespaces();
+    for request in requests() {
+        let namespace = request.json["namespace"].as_str().unwrap();
+        let verdict = validate(&policy, &request.text, STRICT_OWNER);
+        let expected = request.is(&PREDATE_THE_POLICY) || excluded.iter().any(|n| n == namespace);
+        assert_eq!(!verdict.accepted, expected, "{}: {verdict:?}", request.name);
         if expected {
             let message = verdict.message.unwrap();
             assert!(
                 message.ends_with(r#"lacks required annotations; add "example.com/owner""#),
-                "{name}: {message}"
+                "{}: {message}",
+                request.name
             );
         }
     }

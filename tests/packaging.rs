@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use annotations_policy::bookkeeping;
 use annotations_policy::criterion::Criterion;
+use annotations_policy::settings::FIELD_NAMES;
 use serde_yaml::{Mapping, Value};
 
 fn path(file: &str) -> PathBuf {
@@ -376,4 +378,60 @@ fn every_criterion_is_offered_documented_and_tested() {
             );
         }
     }
+}
+
+/// The first column of each row of the README's table that follows
+/// `heading`, without its backquotes.
+fn readme_table(heading: &str) -> Vec<String> {
+    let readme = text("README.md");
+    let start = readme
+        .find(heading)
+        .unwrap_or_else(|| panic!("the README lacks {heading:?}"));
+    readme[start..]
+        .lines()
+        .skip_while(|line| !line.starts_with('|'))
+        .take_while(|line| line.starts_with('|'))
+        .skip(2)
+        .map(|row| {
+            let cell = row.split('|').nth(1).unwrap_or_default().trim();
+            cell.trim_matches('`').to_string()
+        })
+        .collect()
+}
+
+/// The README's table of Kubernetes' own keys is the set in the code.
+#[test]
+fn the_readme_lists_kubernetes_keys_as_the_code_does() {
+    let table = readme_table("### Annotations that Kubernetes and kubectl write themselves");
+    let mut keys: Vec<&str> = bookkeeping::KEYS.to_vec();
+    let mut listed: Vec<&str> = table.iter().map(String::as_str).collect();
+    keys.sort_unstable();
+    listed.sort_unstable();
+    assert_eq!(listed, keys);
+}
+
+/// Every setting is in the README's settings table, in the settings form,
+/// and nothing else is.
+#[test]
+fn every_setting_is_documented_and_offered() {
+    assert_eq!(readme_table("## Settings"), FIELD_NAMES);
+    let questions = yaml("questions-ui.yml");
+    let variables: Vec<&str> = questions["questions"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|q| q["variable"].as_str().unwrap())
+        .collect();
+    assert_eq!(variables, FIELD_NAMES);
+}
+
+/// The changelog says what this version changed.
+#[test]
+fn the_changelog_has_this_version() {
+    let changelog = text("CHANGELOG.md");
+    let first = changelog
+        .lines()
+        .find(|line| line.starts_with("## "))
+        .expect("a version heading");
+    assert_eq!(first, format!("## {VERSION}"));
 }

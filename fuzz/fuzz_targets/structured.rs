@@ -1,11 +1,13 @@
 //! Random annotation maps and settings, serialised as a real request: the
 //! verdict must be the criterion's formula (values may be patterns), a
 //! rejection must name exactly the keys or values at fault, and an update
-//! must pass exactly when it keeps only faults its old object had.
+//! must pass exactly when it keeps only faults its old object had; keys that
+//! Kubernetes writes itself count as listed unless the settings say not.
 #![no_main]
 
 use std::collections::BTreeSet;
 
+use annotations_policy::bookkeeping::Bookkeeping;
 use annotations_policy::criterion::Criterion;
 use annotations_policy::evaluator::oracle;
 use annotations_policy::message::{Subject, rejection};
@@ -21,6 +23,7 @@ struct Case {
     operation: Operation,
     old_keys: Option<Vec<Name>>,
     allow_existing_violations: Option<bool>,
+    allow_kubernetes_bookkeeping: Option<bool>,
 }
 
 #[derive(Arbitrary, Debug, PartialEq)]
@@ -39,7 +42,7 @@ enum Name {
 
 impl Name {
     fn text(&self) -> String {
-        const POOL: [&str; 10] = [
+        const POOL: [&str; 14] = [
             "a",
             "b",
             "example.com/owner",
@@ -50,6 +53,10 @@ impl Name {
             "*",
             "a*",
             "*.com/*",
+            "kubernetes.io/limit-ranger",
+            "kubectl.kubernetes.io/*",
+            "deprecated.daemonset.template.generation",
+            "kubernetes.io/limit-rangers",
         ];
         match self {
             Name::Pool(i) => POOL[usize::from(*i) % POOL.len()].to_string(),
@@ -87,6 +94,13 @@ fuzz_target!(|case: Case| {
     if let Some(allow) = case.allow_existing_violations {
         settings["allowExistingViolations"] = json!(allow);
     }
+    if let Some(allow) = case.allow_kubernetes_bookkeeping {
+        settings["allowKubernetesBookkeeping"] = json!(allow);
+    }
+    let bookkeeping = match case.allow_kubernetes_bookkeeping {
+        Some(false) => Bookkeeping::Judged,
+        _ => Bookkeeping::Listed,
+    };
     let object = |keys: &BTreeSet<String>| json!({"kind": "Pod", "metadata": {"name": "p", "annotations": annotations(keys)}});
     let (operation, new_object) = match case.operation {
         Operation::Create => ("CREATE", object(&k)),
@@ -117,9 +131,9 @@ fuzz_target!(|case: Case| {
         let Some(old) = &old else { return false };
         case.operation == Operation::Update
             && case.allow_existing_violations != Some(false)
-            && oracle::excused(criterion, old, &k, &v)
+            && oracle::excused(criterion, old, &k, &v, bookkeeping)
     };
-    let expected = oracle::accepts(criterion, &k, &v) || excused();
+    let expected = oracle::accepts(criterion, &k, &v, bookkeeping) || excused();
     assert_eq!(
         verdict.is_ok(),
         expected,
@@ -132,7 +146,7 @@ fuzz_target!(|case: Case| {
             name: Some("p"),
             namespace: None,
         };
-        let violation = oracle::violation(criterion, &k, &v);
+        let violation = oracle::violation(criterion, &k, &v, bookkeeping);
         assert_eq!(message, rejection(&subject, &values, &violation));
     }
 });

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 const USAGE: &str = "usage: policy-bench [--rounds N] [--settings JSON] [--only NAME] [--write-payloads DIR] [--calls N [--floor]] <module.wasm>...
 
---settings replaces the settings of every request but the two allowlists,
-which compare four patterns with four exact names.";
+--settings replaces the settings of every request but the allowlists, which
+compare four patterns with four exact names, and judge Kubernetes' own keys.";
 
 /// Settings every module gets; any policy with this settings format can run.
 const DEFAULT_SETTINGS: &str =
@@ -24,6 +24,12 @@ const DEFAULT_SETTINGS: &str =
 /// ReplicaSet carries: the same request judged both ways.
 const PATTERN_ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*","kubectl.kubernetes.io/*","deployment.kubernetes.io/*","batch.kubernetes.io/*"]}"#;
 const EXACT_ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/owner","deployment.kubernetes.io/revision","deployment.kubernetes.io/desired-replicas","deployment.kubernetes.io/max-replicas"]}"#;
+/// An allowlist of the user's prefix alone: since 0.3.0 the ReplicaSet's
+/// `deployment.kubernetes.io/` keys pass as Kubernetes' own, and none of the
+/// Pod's 2,000 keys is listed or Kubernetes' (0.2.0 judges both the same way
+/// but for the ReplicaSet, which it rejects).
+const OWN_PREFIX_ALLOWLIST: &str =
+    r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"]}"#;
 
 struct Case {
     name: &'static str,
@@ -370,6 +376,16 @@ fn cases(settings: &[u8]) -> Vec<Case> {
             "rs, 4 patterns allowed",
             &owned_replicaset,
             PATTERN_ALLOWLIST,
+        ),
+        judged_by(
+            "rs, k8s keys allowed",
+            &owned_replicaset,
+            OWN_PREFIX_ALLOWLIST,
+        ),
+        judged_by(
+            "pod 2000, allowlist",
+            &pod_with_annotations(2_000),
+            OWN_PREFIX_ALLOWLIST,
         ),
     ]
 }
