@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::message::Quoted;
+use crate::quoting::Quoted;
 
 const MAX_NAME_LENGTH: usize = 63;
 const MAX_PREFIX_LENGTH: usize = 253;

@@ -66,6 +66,27 @@ mod tests {
         }
     }
 
+    /// Every test and fuzz target draws the criteria from `ALL`: a variant
+    /// left out of it would go untested. The enum's own text says which
+    /// variants there are.
+    #[test]
+    fn all_holds_every_variant_in_order() {
+        let source = include_str!("criterion.rs");
+        let body = source
+            .split("pub enum Criterion {")
+            .nth(1)
+            .and_then(|rest| rest.split('}').next())
+            .expect("the enum");
+        let variants: Vec<&str> = body
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with("//"))
+            .map(|line| line.trim_end_matches(','))
+            .collect();
+        let all: Vec<String> = Criterion::ALL.iter().map(|c| format!("{c:?}")).collect();
+        assert_eq!(variants, all);
+    }
+
     #[test]
     fn other_spellings_are_refused() {
         for name in [

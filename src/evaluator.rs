@@ -19,26 +19,53 @@ pub enum Verdict<'k> {
     Rejected(Violation<'k>),
 }
 
-/// What is wrong with the keys, one variant per criterion; lists are sorted
-/// and without duplicates.
+/// What is wrong with the keys: a variant per criterion, named after it.
+/// Lists are sorted and without duplicates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Violation<'k> {
-    /// containsAnyOf: no key is listed.
-    NoneOfValues,
-    /// doesNotContainAnyOf: these keys are listed.
-    Forbidden(Vec<&'k str>),
-    /// containsAllOf: these values, as written, are not present.
-    Missing(Vec<&'k str>),
-    /// doesNotContainAllOf: every value is present.
-    AllValues,
-    /// containsOtherThan: every key is listed; these are the keys found,
-    /// those a value lists and those Kubernetes writes itself.
-    OnlyValues {
+    /// No key is listed.
+    ContainsAnyOf,
+    /// These keys are listed.
+    DoesNotContainAnyOf { forbidden: Vec<&'k str> },
+    /// These values, as written, are not present.
+    ContainsAllOf { missing: Vec<&'k str> },
+    /// Every value is present.
+    DoesNotContainAllOf,
+    /// Every key is listed: these are the keys found, those a value lists
+    /// and those Kubernetes writes itself.
+    ContainsOtherThan {
         listed: Vec<&'k str>,
         kubernetes: Vec<&'k str>,
     },
-    /// doesNotContainOtherThan: these keys are not listed.
-    Unlisted(Vec<&'k str>),
+    /// These keys are not listed.
+    DoesNotContainOtherThan { unlisted: Vec<&'k str> },
+}
+
+impl Violation<'_> {
+    /// The criterion the keys fail.
+    pub fn criterion(&self) -> Criterion {
+        match self {
+            Violation::ContainsAnyOf => Criterion::ContainsAnyOf,
+            Violation::DoesNotContainAnyOf { .. } => Criterion::DoesNotContainAnyOf,
+            Violation::ContainsAllOf { .. } => Criterion::ContainsAllOf,
+            Violation::DoesNotContainAllOf => Criterion::DoesNotContainAllOf,
+            Violation::ContainsOtherThan { .. } => Criterion::ContainsOtherThan,
+            Violation::DoesNotContainOtherThan { .. } => Criterion::DoesNotContainOtherThan,
+        }
+    }
+
+    /// The keys or values at fault, for the criteria that name them; the
+    /// other three fail all or nothing, and name none.
+    pub fn faults(&self) -> &[&str] {
+        match self {
+            Violation::DoesNotContainAnyOf { forbidden: faults }
+            | Violation::ContainsAllOf { missing: faults }
+            | Violation::DoesNotContainOtherThan { unlisted: faults } => faults,
+            Violation::ContainsAnyOf
+            | Violation::DoesNotContainAllOf
+            | Violation::ContainsOtherThan { .. } => &[],
+        }
+    }
 }
 
 /// Judges `keys` against `values`. Keys compare exactly, as Kubernetes map
@@ -57,12 +84,12 @@ where
     let mut keys = keys.into_iter();
     let violation = match criterion {
         Criterion::ContainsAnyOf => {
-            (!keys.any(|k| values.lists(k))).then_some(Violation::NoneOfValues)
+            (!keys.any(|k| values.is_listed(k))).then_some(Violation::ContainsAnyOf)
         }
         Criterion::ContainsOtherThan => {
             let (mut listed, mut kubernetes) = (Vec::new(), Vec::new());
             for key in keys {
-                if values.lists(key) {
+                if values.is_listed(key) {
                     listed.push(key);
                 } else if bookkeeping.counts_as_listed(key) {
                     kubernetes.push(key);
@@ -70,19 +97,20 @@ where
                     return Verdict::Accepted;
                 }
             }
-            Some(Violation::OnlyValues {
+            Some(Violation::ContainsOtherThan {
                 listed: sorted(listed),
                 kubernetes: sorted(kubernetes),
             })
         }
         Criterion::DoesNotContainAnyOf => {
-            let forbidden = sorted(keys.filter(|k| values.lists(k)).collect());
-            (!forbidden.is_empty()).then_some(Violation::Forbidden(forbidden))
+            let forbidden = sorted(keys.filter(|k| values.is_listed(k)).collect());
+            (!forbidden.is_empty()).then_some(Violation::DoesNotContainAnyOf { forbidden })
         }
         Criterion::DoesNotContainOtherThan => {
-            let unlisted = keys.filter(|k| !values.lists(k) && !bookkeeping.counts_as_listed(k));
+            let unlisted =
+                keys.filter(|k| !values.is_listed(k) && !bookkeeping.counts_as_listed(k));
             let unlisted = sorted(unlisted.collect());
-            (!unlisted.is_empty()).then_some(Violation::Unlisted(unlisted))
+            (!unlisted.is_empty()).then_some(Violation::DoesNotContainOtherThan { unlisted })
         }
         Criterion::ContainsAllOf | Criterion::DoesNotContainAllOf => {
             let (exact, patterns) = (values.exact(), values.patterns());
@@ -98,7 +126,10 @@ where
                 }
             }
             if criterion == Criterion::DoesNotContainAllOf {
-                present.iter().all(|&p| p).then_some(Violation::AllValues)
+                present
+                    .iter()
+                    .all(|&p| p)
+                    .then_some(Violation::DoesNotContainAllOf)
             } else {
                 let written = exact
                     .iter()
@@ -109,7 +140,9 @@ where
                     .filter(|&(_, &p)| !p)
                     .map(|(v, _)| v)
                     .collect();
-                (!missing.is_empty()).then(|| Violation::Missing(sorted(missing)))
+                (!missing.is_empty()).then(|| Violation::ContainsAllOf {
+                    missing: sorted(missing),
+                })
             }
         }
     };
@@ -181,21 +214,21 @@ pub mod oracle {
         let present = |value: &&String| k.iter().any(|key| matches(value, key));
         let names = |set: Vec<&'a String>| set.into_iter().map(String::as_str).collect();
         match criterion {
-            Criterion::ContainsAnyOf => Violation::NoneOfValues,
-            Criterion::DoesNotContainAnyOf => {
-                Violation::Forbidden(names(k.iter().filter(listed).collect()))
-            }
-            Criterion::ContainsAllOf => {
-                Violation::Missing(names(v.iter().filter(|value| !present(value)).collect()))
-            }
-            Criterion::DoesNotContainAllOf => Violation::AllValues,
-            Criterion::ContainsOtherThan => Violation::OnlyValues {
+            Criterion::ContainsAnyOf => Violation::ContainsAnyOf,
+            Criterion::DoesNotContainAnyOf => Violation::DoesNotContainAnyOf {
+                forbidden: names(k.iter().filter(listed).collect()),
+            },
+            Criterion::ContainsAllOf => Violation::ContainsAllOf {
+                missing: names(v.iter().filter(|value| !present(value)).collect()),
+            },
+            Criterion::DoesNotContainAllOf => Violation::DoesNotContainAllOf,
+            Criterion::ContainsOtherThan => Violation::ContainsOtherThan {
                 listed: names(k.iter().filter(listed).collect()),
                 kubernetes: names(k.iter().filter(|key| !listed(key)).collect()),
             },
-            Criterion::DoesNotContainOtherThan => {
-                Violation::Unlisted(names(k.iter().filter(|key| !counted(key)).collect()))
-            }
+            Criterion::DoesNotContainOtherThan => Violation::DoesNotContainOtherThan {
+                unlisted: names(k.iter().filter(|key| !counted(key)).collect()),
+            },
         }
     }
 
@@ -211,15 +244,21 @@ pub mod oracle {
         v: &BTreeSet<String>,
         bookkeeping: Bookkeeping,
     ) -> bool {
+        let fails = |keys| !accepts(criterion, keys, v, bookkeeping);
+        // Written out here rather than taken from `Violation::faults`, which
+        // this rule is there to check.
         fn faults(violation: Violation<'_>) -> BTreeSet<&str> {
             match violation {
-                Violation::Forbidden(f) | Violation::Missing(f) | Violation::Unlisted(f) => {
-                    f.into_iter().collect()
+                Violation::DoesNotContainAnyOf { forbidden: keys }
+                | Violation::ContainsAllOf { missing: keys }
+                | Violation::DoesNotContainOtherThan { unlisted: keys } => {
+                    keys.into_iter().collect()
                 }
-                _ => BTreeSet::new(),
+                Violation::ContainsAnyOf
+                | Violation::DoesNotContainAllOf
+                | Violation::ContainsOtherThan { .. } => BTreeSet::new(),
             }
         }
-        let fails = |keys| !accepts(criterion, keys, v, bookkeeping);
         let faults_of = |keys| faults(violation(criterion, keys, v, bookkeeping));
         fails(old) && faults_of(new).is_subset(&faults_of(old))
     }
@@ -281,22 +320,30 @@ mod tests {
     fn violations_name_the_offending_keys_sorted() {
         let v = values(&["a", "b", "c"]);
         let cases: [(Criterion, &[&str], Violation); 6] = [
-            (ContainsAnyOf, &["x"], Violation::NoneOfValues),
+            (ContainsAnyOf, &["x"], Violation::ContainsAnyOf),
             (
                 DoesNotContainAnyOf,
                 &["c", "x", "a", "c"],
-                Violation::Forbidden(vec!["a", "c"]),
+                Violation::DoesNotContainAnyOf {
+                    forbidden: vec!["a", "c"],
+                },
             ),
-            (ContainsAllOf, &["b"], Violation::Missing(vec!["a", "c"])),
+            (
+                ContainsAllOf,
+                &["b"],
+                Violation::ContainsAllOf {
+                    missing: vec!["a", "c"],
+                },
+            ),
             (
                 DoesNotContainAllOf,
                 &["c", "b", "a", "z"],
-                Violation::AllValues,
+                Violation::DoesNotContainAllOf,
             ),
             (
                 ContainsOtherThan,
                 &["c", "a", "c"],
-                Violation::OnlyValues {
+                Violation::ContainsOtherThan {
                     listed: vec!["a", "c"],
                     kubernetes: vec![],
                 },
@@ -304,10 +351,13 @@ mod tests {
             (
                 DoesNotContainOtherThan,
                 &["z", "a", "y", "z"],
-                Violation::Unlisted(vec!["y", "z"]),
+                Violation::DoesNotContainOtherThan {
+                    unlisted: vec!["y", "z"],
+                },
             ),
         ];
         for (criterion, keys, violation) in cases {
+            assert_eq!(violation.criterion(), criterion);
             assert_eq!(
                 evaluate(criterion, &v, Listed, keys.iter().copied()),
                 Verdict::Rejected(violation),
@@ -368,14 +418,15 @@ mod tests {
         let keys = ["example.com/owner", "kubernetes.io/limit-ranger", "zone"];
         assert_eq!(
             evaluate(DoesNotContainOtherThan, &v, Listed, keys),
-            Verdict::Rejected(Violation::Unlisted(vec!["zone"]))
+            Verdict::Rejected(Violation::DoesNotContainOtherThan {
+                unlisted: vec!["zone"]
+            })
         );
         assert_eq!(
             evaluate(DoesNotContainOtherThan, &v, Judged, keys),
-            Verdict::Rejected(Violation::Unlisted(vec![
-                "kubernetes.io/limit-ranger",
-                "zone"
-            ]))
+            Verdict::Rejected(Violation::DoesNotContainOtherThan {
+                unlisted: vec!["kubernetes.io/limit-ranger", "zone"]
+            })
         );
         // containsOtherThan: Kubernetes' keys are no annotation of the user's.
         let v = values(&["a", "kubectl.kubernetes.io/*"]);
@@ -386,7 +437,7 @@ mod tests {
         ];
         assert_eq!(
             evaluate(ContainsOtherThan, &v, Listed, keys),
-            Verdict::Rejected(Violation::OnlyValues {
+            Verdict::Rejected(Violation::ContainsOtherThan {
                 listed: vec!["a", "kubectl.kubernetes.io/restartedAt"],
                 kubernetes: vec!["kubernetes.io/limit-ranger"],
             })
@@ -401,7 +452,9 @@ mod tests {
         for bookkeeping in [Listed, Judged] {
             assert_eq!(
                 evaluate(DoesNotContainAnyOf, &v, bookkeeping, keys),
-                Verdict::Rejected(Violation::Forbidden(vec!["kubernetes.io/change-cause"]))
+                Verdict::Rejected(Violation::DoesNotContainAnyOf {
+                    forbidden: vec!["kubernetes.io/change-cause"]
+                })
             );
             assert_eq!(
                 evaluate(ContainsAllOf, &v, bookkeeping, keys),
@@ -414,7 +467,7 @@ mod tests {
                     bookkeeping,
                     ["kubernetes.io/limit-ranger"]
                 ),
-                Verdict::Rejected(Violation::NoneOfValues)
+                Verdict::Rejected(Violation::ContainsAnyOf)
             );
         }
     }
@@ -427,17 +480,23 @@ mod tests {
             (ContainsAnyOf, Verdict::Accepted),
             (
                 DoesNotContainAnyOf,
-                Verdict::Rejected(Violation::Forbidden(vec!["example.com/team"])),
+                Verdict::Rejected(Violation::DoesNotContainAnyOf {
+                    forbidden: vec!["example.com/team"],
+                }),
             ),
             (
                 ContainsAllOf,
-                Verdict::Rejected(Violation::Missing(vec!["owner"])),
+                Verdict::Rejected(Violation::ContainsAllOf {
+                    missing: vec!["owner"],
+                }),
             ),
             (DoesNotContainAllOf, Verdict::Accepted),
             (ContainsOtherThan, Verdict::Accepted),
             (
                 DoesNotContainOtherThan,
-                Verdict::Rejected(Violation::Unlisted(vec!["zone"])),
+                Verdict::Rejected(Violation::DoesNotContainOtherThan {
+                    unlisted: vec!["zone"],
+                }),
             ),
         ];
         for (criterion, expected) in cases {
@@ -451,7 +510,9 @@ mod tests {
         let v = values(&["cost.example.org/*", "a", "z*"]);
         assert_eq!(
             evaluate(ContainsAllOf, &v, Listed, ["a", "cost.example.org"]),
-            Verdict::Rejected(Violation::Missing(vec!["cost.example.org/*", "z*"]))
+            Verdict::Rejected(Violation::ContainsAllOf {
+                missing: vec!["cost.example.org/*", "z*"]
+            })
         );
         assert_eq!(
             evaluate(
@@ -460,7 +521,7 @@ mod tests {
                 Listed,
                 ["zz", "a", "cost.example.org/x"]
             ),
-            Verdict::Rejected(Violation::AllValues)
+            Verdict::Rejected(Violation::DoesNotContainAllOf)
         );
     }
 

@@ -10,6 +10,7 @@ pub mod existing_violations;
 pub mod json;
 pub mod message;
 pub mod pattern;
+pub mod quoting;
 pub mod request;
 pub mod response;
 pub mod settings;
@@ -218,7 +219,7 @@ mod tests {
             }
             let bookkeeping = match allow_kubernetes {
                 Some(false) => Bookkeeping::Judged,
-                _ => Bookkeeping::Listed,
+                Some(true) | None => Bookkeeping::Listed,
             };
             let payload = serde_json::json!({
                 "settings": settings,

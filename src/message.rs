@@ -4,20 +4,16 @@
 //! kubectl prints a rejection whole, so a message stays short whatever the
 //! request: a list names at most `MAX_LISTED` entries (the first ones in
 //! sorted order) and then counts the rest, and a name longer than a line's
-//! worth is shortened in the middle. A message is at most `MAX_MESSAGE`
-//! bytes.
+//! worth is abridged in the middle (`quoting`). A message is at most
+//! `MAX_MESSAGE` bytes.
 
 use std::fmt::{self, Write as _};
 
 use crate::evaluator::Violation;
+use crate::quoting::{Abridged, QuotedAbridged};
 
 /// How many entries a list names before it counts the rest.
 pub const MAX_LISTED: usize = 20;
-/// The most bytes one shortened text takes, escapes included.
-const MAX_SHORT: usize = 78;
-/// Of a shortened text, the bytes kept from its start and from its end.
-const HEAD: usize = 44;
-const TAIL: usize = 30;
 /// Every message is shorter than this (`messages_stay_short` holds it).
 pub const MAX_MESSAGE: usize = 4096;
 
@@ -36,110 +32,16 @@ impl fmt::Display for Subject<'_> {
         let namespace = self.namespace.filter(|n| !n.is_empty());
         match (kind, name) {
             (None, None) => return f.write_str("the object"),
-            (Some(kind), _) => write!(f, "{}", Short(kind))?,
+            (Some(kind), _) => write!(f, "{}", Abridged(kind))?,
             (None, Some(_)) => f.write_str("object")?,
         }
         if let Some(name) = name {
             match namespace {
-                Some(namespace) => write!(f, " \"{}/{}\"", Short(namespace), Short(name))?,
-                None => write!(f, " {}", Name(name))?,
+                Some(namespace) => write!(f, " \"{}/{}\"", Abridged(namespace), Abridged(name))?,
+                None => write!(f, " {}", QuotedAbridged(name))?,
             }
         }
         Ok(())
-    }
-}
-
-/// Text in double quotes, escaped as in JSON so that any key reads back
-/// unambiguously. (Rust's `{:?}` would do, but pulls Unicode tables into
-/// the module.)
-pub struct Quoted<'a>(pub &'a str);
-
-impl fmt::Display for Quoted<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\"{}\"", Escaped(self.0))
-    }
-}
-
-/// A name as a message shows it: quoted like `Quoted`, and shortened like
-/// `Short`.
-pub struct Name<'a>(pub &'a str);
-
-impl fmt::Display for Name<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\"{}\"", Short(self.0))
-    }
-}
-
-/// Escaped text of at most `MAX_SHORT` bytes: a longer one keeps its start
-/// and its end, where a key's prefix and name are, around an ellipsis.
-pub struct Short<'a>(pub &'a str);
-
-impl fmt::Display for Short<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = self.0;
-        let bytes = text.as_bytes();
-        let mut total = 0;
-        if bytes.iter().all(|&b| {
-            total += escaped_len(b);
-            total <= MAX_SHORT
-        }) {
-            return write!(f, "{}", Escaped(text));
-        }
-        // As many bytes as fit from each end, then back to a character's
-        // start; an escape is never cut, since it stands for one byte.
-        let (mut head, mut kept) = (0, 0);
-        while kept + escaped_len(bytes[head]) <= HEAD {
-            kept += escaped_len(bytes[head]);
-            head += 1;
-        }
-        while !text.is_char_boundary(head) {
-            head -= 1;
-        }
-        let (mut tail, mut kept) = (bytes.len(), 0);
-        while kept + escaped_len(bytes[tail - 1]) <= TAIL {
-            kept += escaped_len(bytes[tail - 1]);
-            tail -= 1;
-        }
-        while !text.is_char_boundary(tail) {
-            tail += 1;
-        }
-        write!(f, "{}…{}", Escaped(&text[..head]), Escaped(&text[tail..]))
-    }
-}
-
-/// The bytes `b` takes once escaped (see `Escaped`).
-fn escaped_len(b: u8) -> usize {
-    match b {
-        b'"' | b'\\' | b'\n' | b'\r' | b'\t' => 2,
-        0..=0x1f | 0x7f => 6,
-        _ => 1,
-    }
-}
-
-struct Escaped<'a>(&'a str);
-
-impl fmt::Display for Escaped<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut plain = 0;
-        for (i, b) in self.0.bytes().enumerate() {
-            let escape = match b {
-                b'"' => "\\\"",
-                b'\\' => "\\\\",
-                b'\n' => "\\n",
-                b'\r' => "\\r",
-                b'\t' => "\\t",
-                0..=0x1f | 0x7f => "",
-                _ => continue,
-            };
-            f.write_str(&self.0[plain..i])?;
-            if escape.is_empty() {
-                write!(f, "\\u{b:04x}")?;
-            } else {
-                f.write_str(escape)?;
-            }
-            plain = i + 1;
-        }
-        f.write_str(&self.0[plain..])
     }
 }
 
@@ -186,7 +88,7 @@ where
 /// sorted lists).
 fn names<T: AsRef<str>>(items: &[T]) -> impl fmt::Display + '_ {
     List::new(items, ", ", |f, name: &T| {
-        write!(f, "{}", Name(name.as_ref()))
+        write!(f, "{}", QuotedAbridged(name.as_ref()))
     })
 }
 
@@ -225,33 +127,33 @@ pub fn rejection(subject: &Subject, values: &[String], violation: &Violation) ->
     // Writing to a String cannot fail.
     let _ = match violation {
         // containsAnyOf
-        Violation::NoneOfValues => write!(
+        Violation::ContainsAnyOf => write!(
             out,
             "{subject} must carry at least one of the annotations {values}, and carries none of them"
         ),
         // doesNotContainAnyOf
-        Violation::Forbidden(found) => write!(
+        Violation::DoesNotContainAnyOf { forbidden: found } => write!(
             out,
             "{subject} carries forbidden annotations; remove {}",
             names(found)
         ),
         // containsAllOf
-        Violation::Missing(missing) => write!(
+        Violation::ContainsAllOf { missing } => write!(
             out,
             "{subject} lacks required annotations; add {}",
             List::new(missing, ", ", |f, value: &&str| match value.contains('*') {
-                true => write!(f, "an annotation matching {}", Name(value)),
-                false => write!(f, "{}", Name(value)),
+                true => write!(f, "an annotation matching {}", QuotedAbridged(value)),
+                false => write!(f, "{}", QuotedAbridged(value)),
             })
         ),
         // doesNotContainAllOf
-        Violation::AllValues => write!(
+        Violation::DoesNotContainAllOf => write!(
             out,
             "{subject} carries all of the annotations {values}, which must not appear together; \
              remove at least one of them"
         ),
         // containsOtherThan
-        Violation::OnlyValues { listed, kubernetes } => {
+        Violation::ContainsOtherThan { listed, kubernetes } => {
             // One sorted list of what the object carries; Kubernetes' own
             // keys are said not to count, rather than listed twice.
             let mut found: Vec<&str> = listed.iter().chain(kubernetes).copied().collect();
@@ -273,7 +175,7 @@ pub fn rejection(subject: &Subject, values: &[String], violation: &Violation) ->
             }
         }
         // doesNotContainOtherThan
-        Violation::Unlisted(unlisted) => write!(
+        Violation::DoesNotContainOtherThan { unlisted } => write!(
             out,
             "{subject} carries annotations outside the allowed list {values}; remove {}",
             names(unlisted)
@@ -292,6 +194,7 @@ fn capitalise(mut message: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::criterion::Criterion;
 
     const POD: Subject = Subject {
         kind: Some("Pod"),
@@ -307,37 +210,39 @@ mod tests {
     fn each_violation_reads_as_what_to_fix() {
         let cases = [
             (
-                Violation::NoneOfValues,
+                Violation::ContainsAnyOf,
                 r#"Pod "default/web" must carry at least one of the annotations "a", "b", and carries none of them"#,
             ),
             (
-                Violation::Forbidden(vec!["a", "b"]),
+                Violation::DoesNotContainAnyOf {
+                    forbidden: vec!["a", "b"],
+                },
                 r#"Pod "default/web" carries forbidden annotations; remove "a", "b""#,
             ),
             (
-                Violation::Missing(vec!["b"]),
+                Violation::ContainsAllOf { missing: vec!["b"] },
                 r#"Pod "default/web" lacks required annotations; add "b""#,
             ),
             (
-                Violation::AllValues,
+                Violation::DoesNotContainAllOf,
                 r#"Pod "default/web" carries all of the annotations "a", "b", which must not appear together; remove at least one of them"#,
             ),
             (
-                Violation::OnlyValues {
+                Violation::ContainsOtherThan {
                     listed: vec![],
                     kubernetes: vec![],
                 },
                 r#"Pod "default/web" has no annotations; it needs at least one annotation other than "a", "b""#,
             ),
             (
-                Violation::OnlyValues {
+                Violation::ContainsOtherThan {
                     listed: vec!["a"],
                     kubernetes: vec![],
                 },
                 r#"Pod "default/web" carries only the annotations "a"; it needs at least one annotation other than "a", "b""#,
             ),
             (
-                Violation::OnlyValues {
+                Violation::ContainsOtherThan {
                     listed: vec!["b"],
                     kubernetes: vec![
                         "deprecated.daemonset.template.generation",
@@ -347,7 +252,9 @@ mod tests {
                 r#"Pod "default/web" carries only the annotations "b", "deprecated.daemonset.template.generation", "kubernetes.io/psp"; it needs at least one annotation other than "a", "b" and those Kubernetes writes itself"#,
             ),
             (
-                Violation::Unlisted(vec!["x", "y"]),
+                Violation::DoesNotContainOtherThan {
+                    unlisted: vec!["x", "y"],
+                },
                 r#"Pod "default/web" carries annotations outside the allowed list "a", "b"; remove "x", "y""#,
             ),
         ];
@@ -387,7 +294,11 @@ mod tests {
         for (subject, expected) in cases {
             assert_eq!(subject.to_string(), expected);
         }
-        let message = rejection(&Subject::default(), &values(), &Violation::AllValues);
+        let message = rejection(
+            &Subject::default(),
+            &values(),
+            &Violation::DoesNotContainAllOf,
+        );
         assert!(message.starts_with("The object carries"), "{message}");
     }
 
@@ -397,7 +308,9 @@ mod tests {
         let message = rejection(
             &POD,
             &values,
-            &Violation::Missing(vec!["cost.example.org/*", "owner"]),
+            &Violation::ContainsAllOf {
+                missing: vec!["cost.example.org/*", "owner"],
+            },
         );
         assert_eq!(
             message,
@@ -424,7 +337,13 @@ mod tests {
     fn a_list_names_twenty_and_counts_the_rest() {
         let keys: Vec<String> = (0..5_000).map(|i| format!("k{i:04}")).collect();
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-        let message = rejection(&POD, &values(), &Violation::Unlisted(keys.clone()));
+        let message = rejection(
+            &POD,
+            &values(),
+            &Violation::DoesNotContainOtherThan {
+                unlisted: keys.clone(),
+            },
+        );
         let listed: Vec<String> = keys[..MAX_LISTED]
             .iter()
             .map(|k| format!("\"{k}\""))
@@ -435,36 +354,22 @@ mod tests {
         );
         assert_eq!(message, expected);
         // Exactly twenty: nothing is counted.
-        let message = rejection(&POD, &values(), &Violation::Forbidden(keys[..20].to_vec()));
-        assert!(message.ends_with(r#""k0019""#), "{message}");
-        let message = rejection(&POD, &values(), &Violation::Forbidden(keys[..21].to_vec()));
-        assert!(message.ends_with(r#""k0019", … and 1 more"#), "{message}");
-    }
-
-    #[test]
-    fn a_long_name_keeps_its_start_and_end() {
-        let prefix = format!("{}.example.com", "sub".repeat(80));
-        let key = format!("{prefix}/the-name");
-        let shown = Name(&key).to_string();
-        assert!(shown.len() <= MAX_SHORT + 2, "{shown}");
-        assert!(shown.starts_with("\"subsubsub"), "{shown}");
-        assert!(shown.ends_with(".example.com/the-name\""), "{shown}");
-        assert!(shown.contains('…'), "{shown}");
-        // Short enough: shown whole.
-        let key = "x".repeat(MAX_SHORT);
-        assert_eq!(Name(&key).to_string(), format!("\"{key}\""));
-        let key = "x".repeat(MAX_SHORT + 1);
-        assert!(Name(&key).to_string().contains('…'));
-        // Escapes are never cut in two, and count at their escaped length.
-        let key = "\u{1}".repeat(100);
-        let shown = Name(&key).to_string();
-        assert!(shown.len() <= MAX_SHORT + 2 + '…'.len_utf8(), "{shown}");
-        assert!(
-            !shown.contains("\\u0…") && !shown.contains("…001"),
-            "{shown}"
+        let message = rejection(
+            &POD,
+            &values(),
+            &Violation::DoesNotContainAnyOf {
+                forbidden: keys[..20].to_vec(),
+            },
         );
-        let back: String = serde_json::from_str(&shown.replace('…', "")).unwrap();
-        assert!(back.chars().all(|c| c == '\u{1}'), "{back:?}");
+        assert!(message.ends_with(r#""k0019""#), "{message}");
+        let message = rejection(
+            &POD,
+            &values(),
+            &Violation::DoesNotContainAnyOf {
+                forbidden: keys[..21].to_vec(),
+            },
+        );
+        assert!(message.ends_with(r#""k0019", … and 1 more"#), "{message}");
     }
 
     proptest::proptest! {
@@ -472,7 +377,7 @@ mod tests {
         /// longest names, the most escapes and the longest lists.
         #[test]
         fn messages_stay_short(
-            which in 0usize..7,
+            criterion in proptest::sample::select(Criterion::ALL.to_vec()),
             length in proptest::sample::select(vec![1usize, 40, 78, 79, 300, 100_000]),
             piece in proptest::sample::select(vec!["x", "\u{1}", "é", "\"", "€"]),
             count in proptest::sample::select(vec![0usize, 1, 20, 21, 5_000]),
@@ -488,13 +393,17 @@ mod tests {
             let keys: Vec<String> = (0..count).map(name).collect();
             let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
             let values: Vec<String> = (0..values).map(name).collect();
-            let violation = match which {
-                0 => Violation::NoneOfValues,
-                1 => Violation::Forbidden(keys),
-                2 => Violation::Missing(keys),
-                3 => Violation::AllValues,
-                4 => Violation::OnlyValues { listed: keys.clone(), kubernetes: keys },
-                _ => Violation::Unlisted(keys),
+            let violation = match criterion {
+                Criterion::ContainsAnyOf => Violation::ContainsAnyOf,
+                Criterion::DoesNotContainAnyOf => Violation::DoesNotContainAnyOf { forbidden: keys },
+                Criterion::ContainsAllOf => Violation::ContainsAllOf { missing: keys },
+                Criterion::DoesNotContainAllOf => Violation::DoesNotContainAllOf,
+                Criterion::ContainsOtherThan => {
+                    Violation::ContainsOtherThan { listed: keys.clone(), kubernetes: keys }
+                }
+                Criterion::DoesNotContainOtherThan => {
+                    Violation::DoesNotContainOtherThan { unlisted: keys }
+                }
             };
             let message = rejection(&subject, &values, &violation);
             proptest::prop_assert!(message.len() < MAX_MESSAGE, "{} bytes", message.len());
@@ -506,7 +415,9 @@ mod tests {
         let message = rejection(
             &POD,
             &values(),
-            &Violation::Unlisted(vec!["x, y", "new\nline"]),
+            &Violation::DoesNotContainOtherThan {
+                unlisted: vec!["x, y", "new\nline"],
+            },
         );
         assert!(
             message.ends_with(r#"remove "x, y", "new\nline""#),

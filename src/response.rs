@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::message::Quoted;
+use crate::quoting::Quoted;
 
 /// `{"accepted":true}`
 pub fn accept() -> Vec<u8> {

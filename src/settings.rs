@@ -10,8 +10,9 @@ use crate::bookkeeping::Bookkeeping;
 use crate::bytes;
 use crate::criterion::Criterion;
 use crate::json::{self, Reader};
-use crate::message::{List, Name, Short};
+use crate::message::List;
 use crate::pattern;
+use crate::quoting::{Abridged, QuotedAbridged};
 use crate::values::Values;
 
 /// Settings that passed validation.
@@ -104,7 +105,7 @@ fn read_raw(r: &mut Reader) -> json::Result<RawSettings> {
             other => {
                 return r.fail(format!(
                     "unknown field `{}`, expected {FIELDS}",
-                    Short(other)
+                    Abridged(other)
                 ));
             }
         }
@@ -154,7 +155,7 @@ impl Settings {
             let accepted: Vec<&str> = Criterion::ALL.iter().map(|c| c.name()).collect();
             format!(
                 "invalid settings: unknown criteria {}; use one of: {}",
-                Name(&criteria),
+                QuotedAbridged(&criteria),
                 accepted.join(", ")
             )
         })?;
@@ -168,7 +169,7 @@ impl Settings {
             .iter()
             .filter_map(|value| {
                 let reason = pattern::check(value).err()?;
-                Some(format!("{}: {reason}", Name(value)))
+                Some(format!("{}: {reason}", QuotedAbridged(value)))
             })
             .collect();
         if !invalid.is_empty() {

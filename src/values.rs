@@ -67,7 +67,7 @@ impl Values {
 
     /// Whether `key` equals an exact name or matches a pattern.
     #[inline(always)]
-    pub fn lists(&self, key: &str) -> bool {
+    pub fn is_listed(&self, key: &str) -> bool {
         self.exact_position(key).is_some() || self.patterns.iter().any(|p| p.matches(key))
     }
 }
@@ -92,10 +92,10 @@ mod tests {
     #[test]
     fn a_key_is_listed_by_an_exact_name_or_a_pattern() {
         let v = values(&["owner", "example.com/*"]);
-        assert!(v.lists("owner"));
-        assert!(v.lists("example.com/team"));
-        assert!(!v.lists("Owner"));
-        assert!(!v.lists("other.com/team"));
+        assert!(v.is_listed("owner"));
+        assert!(v.is_listed("example.com/team"));
+        assert!(!v.is_listed("Owner"));
+        assert!(!v.is_listed("other.com/team"));
     }
 
     /// Scanned below `SCANNED` exact names, binary-searched above.

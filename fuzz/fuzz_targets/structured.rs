@@ -99,7 +99,7 @@ fuzz_target!(|case: Case| {
     }
     let bookkeeping = match case.allow_kubernetes_bookkeeping {
         Some(false) => Bookkeeping::Judged,
-        _ => Bookkeeping::Listed,
+        Some(true) | None => Bookkeeping::Listed,
     };
     let object = |keys: &BTreeSet<String>| json!({"kind": "Pod", "metadata": {"name": "p", "annotations": annotations(keys)}});
     let (operation, new_object) = match case.operation {
