@@ -7,9 +7,12 @@
 //! begin the key, the last must end it, and the pieces between are found
 //! left to right, each at its first place after the one before. Taking the
 //! first place is never wrong (a later one leaves less room for the rest), so
-//! nothing is ever tried twice: matching costs at most the key's length times
-//! the pattern's, whatever the input, where a backtracking matcher can take
-//! exponential time on `*a*a*a*b`.
+//! nothing is ever tried twice. The bound: matching compares at most
+//! `(key.len() + 1) * pattern.len()` bytes, whatever the input (the two
+//! ends compare at most the pattern's length; each middle piece is looked
+//! for at each place of the key at most once, comparing at most its own
+//! length), where a backtracking matcher can take exponential time on
+//! `*a*a*a*b`. Tests count the bytes compared (`compared`) to hold it.
 
 use crate::annotation_key::{self, KeyError};
 use crate::bytes;
@@ -47,6 +50,7 @@ impl Pattern {
     pub fn matches(&self, key: &str) -> bool {
         let (text, key) = (self.text.as_bytes(), key.as_bytes());
         let (first, last) = (&text[..self.first_end], &text[self.last_start..]);
+        compared(first.len() + last.len());
         if key.len() < first.len() + last.len()
             || !bytes::equal(&key[..first.len()], first)
             || !bytes::equal(&key[key.len() - last.len()..], last)
@@ -72,9 +76,26 @@ impl Pattern {
 /// Where `needle` first occurs in `haystack`: a plain scan, whose cost is
 /// bounded by the product of the two lengths.
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack
-        .windows(needle.len())
-        .position(|window| bytes::equal(window, needle))
+    haystack.windows(needle.len()).position(|window| {
+        compared(needle.len());
+        bytes::equal(window, needle)
+    })
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The bytes compared by the matcher on this thread, at most: what
+    /// the tests bound, since times depend on the machine.
+    static COMPARED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts `n` bytes compared; nothing outside tests.
+#[inline(always)]
+fn compared(n: usize) {
+    #[cfg(test)]
+    COMPARED.with(|c| c.set(c.get() + n));
+    #[cfg(not(test))]
+    let _ = n;
 }
 
 /// Checks a value: an exact name must be a valid annotation key, and a
@@ -188,6 +209,44 @@ mod tests {
             .prop_map(|bytes| String::from_utf8(bytes).unwrap())
     }
 
+    /// Matches `key` and says how many bytes the matcher compared.
+    fn counted(pattern: &str, key: &str) -> (bool, usize) {
+        COMPARED.with(|c| c.set(0));
+        let matched = matches(pattern, key);
+        (matched, COMPARED.with(|c| c.get()))
+    }
+
+    fn bound(pattern: &str, key: &str) -> usize {
+        (key.len() + 1) * pattern.len()
+    }
+
+    /// Inputs built to make the middle loop work hardest: a long piece that
+    /// nearly matches at every place of a 100 KiB key, and many short
+    /// pieces, the last of which is never found. The work reaches the order
+    /// of the bound, and never passes it.
+    #[test]
+    fn the_work_stays_within_key_times_pattern() {
+        let key = format!("x{}y", "a".repeat(100 << 10));
+        let long_piece = format!("x*{}b*y", "a".repeat(58));
+        let many_pieces = "*a*a*a*a*a*b*";
+        for pattern in [long_piece.as_str(), many_pieces, "x*b*a*y", "*"] {
+            assert_eq!(check(pattern), Ok(()), "{pattern} is a valid value");
+            let (matched, work) = counted(pattern, &key);
+            assert!(!matched || pattern == "*", "{pattern}");
+            assert!(work <= bound(pattern, &key), "{pattern}: {work}");
+        }
+        let (_, work) = counted(&long_piece, &key);
+        assert!(
+            work > bound(&long_piece, &key) / 2,
+            "{work}: the middle loop ran"
+        );
+        let (_, work) = counted(many_pieces, &key);
+        assert!(
+            work > key.len() / 2,
+            "{work}: the last piece was looked for everywhere"
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4000))]
 
@@ -203,7 +262,9 @@ mod tests {
             let len = chars.len();
             chars.rotate_right(rotate % len);
             let pattern: String = chars.into_iter().collect();
-            prop_assert_eq!(matches(&pattern, &key), oracle::matches(&pattern, &key), "{} ~ {}", pattern, key);
+            let (matched, work) = counted(&pattern, &key);
+            prop_assert_eq!(matched, oracle::matches(&pattern, &key), "{} ~ {}", pattern, key);
+            prop_assert!(work <= bound(&pattern, &key), "{} ~ {}: {}", pattern, key, work);
         }
     }
 }
