@@ -1,7 +1,9 @@
 # The policy module is the only thing built for wasm32-wasip1; everything else
 # (tests, the waPC host) is native.
 TARGET := wasm32-wasip1
-SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock
+# .cargo/config.toml sets the module's target features (simd128): a change
+# to it is a change to the module.
+SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock .cargo/config.toml
 MODULE := target/$(TARGET)/release/annotations_policy.wasm
 # The runner `make run` builds: Cargo.toml's `quick` profile, quick to build.
 QUICK_RUNNER := target/quick/policy-runner
@@ -64,19 +66,27 @@ lint:
 
 # The GitHub workflows, offline: against GitHub's schema, and audited by
 # zizmor (unpinned actions, excessive permissions, template injection).
-# .ci/install puts both tools in target/ci-tools.
+# scripts/prerequisites puts both tools in target/ci-tools.
 CI_TOOLS := target/ci-tools/bin
 .PHONY: workflows
 workflows:
 	@test -x $(CI_TOOLS)/zizmor -a -x $(CI_TOOLS)/check-jsonschema || \
-	  { echo "workflows: run .ci/install first (it installs check-jsonschema and zizmor)"; exit 1; }
+	  { echo "workflows: run scripts/prerequisites first (it installs check-jsonschema and zizmor)"; exit 1; }
 	$(CI_TOOLS)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(CI_TOOLS)/zizmor --offline --persona pedantic .github/workflows
 
-# The whole suite: formatting, lints, the workflows, unit and property tests,
-# the tests that run the freshly built policy.wasm, and e2e.bats.
+# What the suite needs besides Rust (the wasm32-wasip1 target, rustfmt,
+# clippy, bats, the workflow checkers), installed where it is missing.
+.PHONY: prerequisites
+prerequisites:
+	@scripts/prerequisites
+
+# The whole suite: its prerequisites first, so that nothing fails late; then
+# formatting, lints, the workflows, unit and property tests, the tests that
+# run the freshly built policy.wasm, and e2e.bats.
 .PHONY: test
-test: fmt lint workflows policy.wasm
+test: prerequisites
+	@$(MAKE) --no-print-directory fmt lint workflows policy.wasm
 	cargo test --workspace
 	@# cargo test has just built target/debug/policy-runner with the
 	@# workspace's features; `make runner` alone would rebuild wasmtime.

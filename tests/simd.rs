@@ -4,7 +4,11 @@
 //! the same masks (`mod plain`). All the rest is the same code, so the
 //! module must answer every payload exactly as `decide` does natively:
 //! requests with long strings, runs of backslashes, white space and damage
-//! that fall at every offset of a 64-byte block.
+//! that fall at every offset of a 64-byte block. The SIMD sits in two
+//! places, `json::scan` (the token masks) and `json::grammar::ascii_run`
+//! (the first 16 bytes of a string that is read); the module must hold the
+//! instructions they are written with, or this comparison would hold the
+//! plain code to itself.
 
 mod common;
 #[path = "../src/test_support.rs"]
@@ -105,4 +109,42 @@ proptest! {
     ) {
         answers_as_natively(&payload)?;
     }
+}
+
+/// The SIMD instructions that `json::scan` and `json::grammar::ascii_run`
+/// are written with, found in the built module's code: without
+/// `target-feature=+simd128` (`.cargo/config.toml`) the plain twin would be
+/// compiled in instead, and the test above would compare it with itself.
+#[test]
+fn the_module_holds_the_simd_code() {
+    use std::collections::BTreeSet;
+    use wasmparser::{Operator, Parser, Payload};
+
+    let bytes = std::fs::read(common::module_path()).expect("policy.wasm");
+    let mut seen = BTreeSet::new();
+    for payload in Parser::new(0).parse_all(&bytes) {
+        let Payload::CodeSectionEntry(body) = payload.expect("a valid module") else {
+            continue;
+        };
+        let mut operators = body.get_operators_reader().expect("a function body");
+        while !operators.eof() {
+            let name = match operators.read().expect("an operator") {
+                Operator::V128Load { .. } => "v128.load",
+                Operator::I8x16Eq => "i8x16.eq",
+                Operator::I8x16Bitmask => "i8x16.bitmask",
+                Operator::I8x16Swizzle => "i8x16.swizzle",
+                Operator::V128AnyTrue => "v128.any_true",
+                _ => continue,
+            };
+            seen.insert(name);
+        }
+    }
+    let expected = BTreeSet::from([
+        "i8x16.bitmask",
+        "i8x16.eq",
+        "i8x16.swizzle",
+        "v128.any_true",
+        "v128.load",
+    ]);
+    assert_eq!(seen, expected);
 }

@@ -28,7 +28,9 @@ fn newest_source() -> SystemTime {
     }
     let mut newest = SystemTime::UNIX_EPOCH;
     walk(&root().join("src"), &mut newest);
-    for file in ["Cargo.toml", "Cargo.lock"] {
+    // The same inputs as the Makefile's SOURCES: `.cargo/config.toml` sets
+    // the module's target features.
+    for file in ["Cargo.toml", "Cargo.lock", ".cargo/config.toml"] {
         let modified = root().join(file).metadata().and_then(|m| m.modified());
         newest = newest.max(modified.expect(file));
     }
