@@ -327,7 +327,8 @@ fn artifacthub_pkg_is_what_kwctl_scaffolds() {
 }
 
 /// The lists of criteria written by hand name every criterion: the settings
-/// form, the README's tables, and the end-to-end tests.
+/// form, the truth table's header, and the end-to-end tests (the README's
+/// tables, row by row, in `every_criterion_has_its_row_in_each_readme_table`).
 #[test]
 fn every_criterion_is_offered_documented_and_tested() {
     let questions = yaml("questions-ui.yml");
@@ -366,10 +367,6 @@ fn every_criterion_is_offered_documented_and_tested() {
     );
     let e2e = text("e2e.bats");
     for name in names {
-        assert!(
-            readme.contains(&format!("| `{name}`")),
-            "the README's criteria table lacks {name}"
-        );
         for test in ["accepts", "rejects"] {
             let start = format!("@test \"{name}: {test}");
             assert!(
@@ -380,9 +377,8 @@ fn every_criterion_is_offered_documented_and_tested() {
     }
 }
 
-/// The first column of each row of the README's table that follows
-/// `heading`, without its backquotes.
-fn readme_table(heading: &str) -> Vec<String> {
+/// The rows of the first table after `heading` in the README, as cells.
+fn readme_rows(heading: &str) -> Vec<Vec<String>> {
     let readme = text("README.md");
     let start = readme
         .find(heading)
@@ -393,10 +389,70 @@ fn readme_table(heading: &str) -> Vec<String> {
         .take_while(|line| line.starts_with('|'))
         .skip(2)
         .map(|row| {
-            let cell = row.split('|').nth(1).unwrap_or_default().trim();
-            cell.trim_matches('`').to_string()
+            let row = row.trim().trim_matches('|');
+            row.split('|').map(|cell| cell.trim().to_string()).collect()
         })
         .collect()
+}
+
+/// The `code` spans of a cell, in order.
+fn code_spans(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The first column of the table after `heading`: one `code` span a row.
+fn readme_table(heading: &str) -> Vec<String> {
+    readme_rows(heading)
+        .iter()
+        .map(|row| match &code_spans(&row[0])[..] {
+            [one] => one.clone(),
+            other => panic!("{heading}: a row names {other:?}"),
+        })
+        .collect()
+}
+
+fn criterion_names() -> Vec<String> {
+    Criterion::ALL
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect()
+}
+
+/// Each table of the README that speaks of every criterion has a row or
+/// column for each, once, in the order of `Criterion::ALL`.
+#[test]
+fn every_criterion_has_its_row_in_each_readme_table() {
+    let names = criterion_names();
+    let criteria = readme_rows("| criterion | the object is accepted when");
+    let criteria: Vec<String> = criteria
+        .iter()
+        .map(|row| code_spans(&row[0])[0].clone())
+        .collect();
+    assert_eq!(criteria, names, "the criteria table");
+
+    let truth = readme_rows("## Truth tables");
+    assert_eq!(truth.len(), 8, "the truth table's rows");
+    for row in &truth {
+        assert_eq!(row.len(), 1 + names.len(), "a truth table row: {row:?}");
+        assert!(
+            row[1..].iter().all(|cell| cell == "A" || cell == "R"),
+            "{row:?}"
+        );
+    }
+
+    let updates = readme_rows("| criterion | the update passes when |");
+    let mut covered: Vec<String> = updates.iter().flat_map(|row| code_spans(&row[0])).collect();
+    covered.sort();
+    let mut expected = names.clone();
+    expected.sort();
+    assert_eq!(
+        covered, expected,
+        "the update table names each criterion once"
+    );
 }
 
 /// The README's table of Kubernetes' own keys is the set in the code.
@@ -414,7 +470,7 @@ fn the_readme_lists_kubernetes_keys_as_the_code_does() {
 /// and nothing else is.
 #[test]
 fn every_setting_is_documented_and_offered() {
-    assert_eq!(readme_table("## Settings"), FIELD_NAMES);
+    assert_eq!(readme_table("## Settings\n\n| field"), FIELD_NAMES);
     let questions = yaml("questions-ui.yml");
     let variables: Vec<&str> = questions["questions"]
         .as_sequence()
@@ -434,4 +490,57 @@ fn the_changelog_has_this_version() {
         .find(|line| line.starts_with("## "))
         .expect("a version heading");
     assert_eq!(first, format!("## {VERSION}"));
+}
+
+/// `v1.31.0` as `1.31`.
+fn minor(version: &str) -> String {
+    let version = version.trim_start_matches('v');
+    let mut parts = version.split('.');
+    format!("{}.{}", parts.next().unwrap(), parts.next().unwrap())
+}
+
+/// The README's claims about Kubewarden versions are what CI runs: the
+/// end-to-end tests under the oldest kwctl it says the policy supports and
+/// the newest, which the release uses too.
+#[test]
+fn the_readme_claims_the_kubewarden_versions_ci_tests() {
+    let ci = yaml(".github/workflows/ci.yml");
+    let matrix = &ci["jobs"]["e2e-kwctl"]["strategy"]["matrix"]["kwctl"];
+    let mut versions: Vec<(Vec<u32>, String)> = matrix
+        .as_sequence()
+        .expect("a kwctl matrix")
+        .iter()
+        .map(|v| {
+            let v = v.as_str().unwrap().to_string();
+            let key = v
+                .trim_start_matches('v')
+                .split('.')
+                .map(|n| n.parse().unwrap())
+                .collect();
+            (key, v)
+        })
+        .collect();
+    versions.sort();
+    let (oldest, newest) = (&versions[0].1, &versions[versions.len() - 1].1);
+    assert_ne!(oldest, newest, "CI tests two kwctl releases");
+    // Words, whatever the line breaks.
+    let readme = text("README.md")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for claim in [
+        format!("runs on Kubewarden {} and later", minor(oldest)),
+        format!("under kwctl {} and {})", minor(oldest), minor(newest)),
+        format!(
+            "the Kubewarden releases the policy supports, {} and later",
+            minor(oldest)
+        ),
+    ] {
+        assert!(readme.contains(&claim), "the README lacks {claim:?}");
+    }
+    let release = text(".github/workflows/release.yml");
+    assert!(
+        release.contains(&format!("kwctl-version: {newest}")),
+        "the release runs the newest kwctl CI tests"
+    );
 }
