@@ -8,13 +8,14 @@ settings=(
   '{"criteria":"DoesNotContainOtherThan","values":["Example.com/Owner"]}'
   '{"criteria":"containsAllOf","values":[]}'
   '{"criteria":"bogus","values":["a/b/c","-x"],"valuess":1}'
+  '{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowKubernetesBookkeeping":false,"allowExistingViolations":true}'
 )
 i=0
 for s in "${settings[@]}"; do
   printf '%s' "$s" > "corpus/settings/seed-$i.json"
   i=$((i + 1))
 done
-for request in ../test_data/*.json; do
+for request in ../test_data/*.json ../test_data/cluster/*.json; do
   name=$(basename "$request" .json)
   for target in validate differential; do
     printf '{"request":%s,"settings":%s}' "$(cat "$request")" "${settings[0]}" > "corpus/$target/seed-$name.json"
