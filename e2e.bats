@@ -243,3 +243,37 @@ DENYLIST='{"criteria":"doesNotContainAnyOf","values":["example.com/debug","examp
   [ "$status" -eq 1 ]
   [[ "$stderr" == *'"example.com/*-": the name part must start and end with a letter or a digit'* ]]
 }
+
+runner_check() {
+  if [ ! -x "$BATS_TEST_DIRNAME/target/debug/policy-runner" ]; then
+    skip "the project's runner is not built (cargo test builds it)"
+  fi
+  run --separate-stderr "$BATS_TEST_DIRNAME/target/debug/policy-runner" check "$POLICY" "$@"
+}
+
+@test "check: the examples, with the Pod the Deployment's ReplicaSet would make rejected" {
+  runner_check --policy examples/cluster-admission-policy.yaml examples/
+  [ "$status" -eq 1 ]
+  [[ "$output" == *'Deployment shop/web → ReplicaSet shop/web-'*'rejected  Pod "shop/web-'*'lacks required annotations; add "example.com/owner"'* ]]
+  [[ "${lines[-1]}" == "6 objects checked, 1 rejected, 5 left out by the policy's rules or selectors" ]]
+}
+
+@test "check: manifests from stdin, JSON out, nothing rejected" {
+  if [ ! -x "$BATS_TEST_DIRNAME/target/debug/policy-runner" ]; then
+    skip "the project's runner is not built (cargo test builds it)"
+  fi
+  run --separate-stderr bash -c "cat examples/manifests/node-agent.yaml | '$BATS_TEST_DIRNAME/target/debug/policy-runner' check '$POLICY' --settings-json '{\"criteria\":\"doesNotContainOtherThan\",\"values\":[\"example.com/*\"]}' --output json -"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *'"checked": 3'* ]]
+  [[ "$output" == *'"rejected": 0'* ]]
+}
+
+@test "check: unusable input and settings exit 2" {
+  printf 'kind: Pod\n' > "$BATS_TEST_TMPDIR/bad.yaml"
+  runner_check --settings-json '{"criteria":"containsAnyOf","values":["a"]}' "$BATS_TEST_TMPDIR/bad.yaml"
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"bad.yaml:1: not a Kubernetes object: no \`apiVersion\`"* ]]
+  runner_check --settings-json '{"criteria":"containsAnyOf","values":[]}' examples/
+  [ "$status" -eq 2 ]
+  [[ "$stderr" == *'`values` is empty'* ]]
+}

@@ -3,6 +3,8 @@
 //! payloads going in. Used by the integration tests, the local runner and the
 //! benchmark.
 
+pub mod check;
+
 use std::fmt;
 use std::path::Path;
 use std::time::{Duration, Instant};

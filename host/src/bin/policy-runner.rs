@@ -14,18 +14,27 @@ const USAGE: &str = "\
 usage:
   policy-runner run <module.wasm> -r|--request-path <file> [--settings-json <json> | --settings-path <file>]
   policy-runner manifest <module.wasm> <manifest.yaml> [-r|--request-path <file>]
+  policy-runner check <module.wasm> [--policy <manifest.yaml> | --settings-json <json> | --settings-path <file>]
+                      [--namespace <name>] [--kubectl-apply] [--no-derived] [--output table|json] <path>... | -
 
 `run` prints the verdict as `kwctl run` does. `manifest` checks the settings of
 every policy in a ClusterAdmissionPolicy or (Cluster)AdmissionPolicyGroup
-manifest against the module and, given a request, prints each member's verdict.";
+manifest against the module and, given a request, prints each member's verdict.
+`check` judges every object in the manifests given (files, directories, `-` for
+stdin), and the objects controllers will make from them, as the policy would:
+with the rules and settings of --policy, or the module's own rules and the
+settings given. Exit status: 0 when nothing is rejected, 1 when something is,
+2 on unusable input or settings.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let checking = args.first().is_some_and(|command| command == "check");
     match run(&args) {
         Ok(code) => code,
         Err(message) => {
             eprintln!("Error: {message}");
-            ExitCode::FAILURE
+            // For `check`, 1 means that something was rejected.
+            ExitCode::from(if checking { 2 } else { 1 })
         }
     }
 }
@@ -36,6 +45,11 @@ struct Options {
     request_path: Option<PathBuf>,
     settings_json: Option<String>,
     settings_path: Option<PathBuf>,
+    policy: Option<PathBuf>,
+    namespace: Option<String>,
+    kubectl_apply: bool,
+    no_derived: bool,
+    output: Option<String>,
 }
 
 fn parse_options(args: &[String]) -> Result<Options, String> {
@@ -56,6 +70,11 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             "-r" | "--request-path" => options.request_path = Some(value(flag)?.into()),
             "--settings-json" => options.settings_json = Some(value(flag)?),
             "--settings-path" => options.settings_path = Some(value(flag)?.into()),
+            "--policy" => options.policy = Some(value(flag)?.into()),
+            "--namespace" => options.namespace = Some(value(flag)?),
+            "--output" | "-o" => options.output = Some(value(flag)?),
+            "--kubectl-apply" => options.kubectl_apply = true,
+            "--no-derived" => options.no_derived = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             other if other.starts_with('-') && other.len() > 1 => {
                 return Err(format!("unknown option {other}\n{USAGE}"));
@@ -77,8 +96,58 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
         ("manifest", [module, manifest]) => {
             run_manifest(Path::new(module), Path::new(manifest), &options)
         }
+        ("check", [module, inputs @ ..]) if !inputs.is_empty() => {
+            run_check(Path::new(module), inputs, &options)
+        }
         _ => Err(USAGE.to_string()),
     }
+}
+
+fn run_check(module: &Path, inputs: &[String], options: &Options) -> Result<ExitCode, String> {
+    use policy_host::check::{Command, Format, PolicySource, report::Progress};
+    let format = match options.output.as_deref() {
+        None | Some("table") => Format::Table,
+        Some("json") => Format::Json,
+        Some(other) => return Err(format!("--output {other}: expected table or json")),
+    };
+    let settings = match (&options.settings_json, &options.settings_path) {
+        (Some(json), _) => Some(
+            serde_json::from_str::<Value>(json)
+                .map_err(|e| format!("--settings-json is not valid JSON: {e}"))?,
+        ),
+        (None, Some(path)) => Some(read_yaml(path)?),
+        (None, None) => None,
+    };
+    let policy = match (&options.policy, settings) {
+        (Some(_), Some(_)) => {
+            return Err("--policy brings its own settings: give it alone".to_string());
+        }
+        (Some(path), None) => PolicySource::Manifest(path.clone(), read_yaml(path)?),
+        (None, Some(settings)) => PolicySource::Settings(settings),
+        (None, None) => {
+            return Err(
+                "give the policy's settings (--settings-json or --settings-path) or a policy manifest (--policy)"
+                    .to_string(),
+            );
+        }
+    };
+    let command = Command {
+        module: module.to_path_buf(),
+        inputs: inputs.to_vec(),
+        policy,
+        namespace: options.namespace.clone(),
+        kubectl_apply: options.kubectl_apply,
+        derive: !options.no_derived,
+        format,
+    };
+    let mut progress: Option<Progress> = None;
+    let finished = command.run(|done, total| {
+        progress
+            .get_or_insert_with(|| Progress::new(total))
+            .update(done, total)
+    })?;
+    print!("{}", finished.output);
+    Ok(ExitCode::from(finished.status))
 }
 
 fn run_request(module: &Path, options: &Options) -> Result<ExitCode, String> {

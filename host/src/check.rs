@@ -1,0 +1,328 @@
+//! `policy-runner check`: a whole directory of manifests judged before they
+//! are deployed, with the objects the controllers will make from them.
+//!
+//! Each object is judged as Kubewarden's audit scanner judges what is in a
+//! cluster: as the CREATE request the API server would send for it
+//! (`objects` says what the API server and the controllers add), under the
+//! rules, selectors and settings of the policy manifest given (`policies`),
+//! through the compiled module, compiled once.
+
+pub mod expression;
+pub mod manifests;
+pub mod objects;
+pub mod policies;
+pub mod report;
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::{CompiledPolicy, HostError, Policy as Instance};
+use manifests::{Inputs, Source};
+use objects::{Admission, Candidate};
+use policies::{Judge, Policy, Scope};
+
+/// Where the policy to apply comes from.
+#[derive(Debug, Clone)]
+pub enum PolicySource {
+    /// A policy (group) manifest: its rules, selectors and settings.
+    Manifest(PathBuf, Value),
+    /// Settings alone: the rules are the module's own, if it is annotated,
+    /// else every object is judged.
+    Settings(Value),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+/// A whole `check`, as the command line gives it.
+#[derive(Debug, Clone)]
+pub struct Command {
+    pub module: PathBuf,
+    pub inputs: Vec<String>,
+    pub policy: PolicySource,
+    /// The namespace of objects that name none; `default` when `None`.
+    pub namespace: Option<String>,
+    pub kubectl_apply: bool,
+    pub derive: bool,
+    pub format: Format,
+}
+
+/// What a check prints, and its exit status: 0 when nothing is rejected,
+/// 1 when something is, 2 when some input could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    pub status: u8,
+    pub output: String,
+    /// How many objects were judged, the derived ones included.
+    pub checked: usize,
+}
+
+impl Command {
+    /// Runs the check; `Err` (exit status 2) when the module, the policy or
+    /// its settings cannot be used, and nothing was checked.
+    pub fn run(&self, progress: impl FnMut(usize, usize)) -> Result<Finished, String> {
+        let module = self.module.display();
+        let bytes =
+            std::fs::read(&self.module).map_err(|e| format!("cannot read {module}: {e}"))?;
+        let policy = match &self.policy {
+            PolicySource::Manifest(path, manifest) => {
+                Policy::from_manifest(manifest).map_err(|e| format!("{}: {e}", path.display()))?
+            }
+            PolicySource::Settings(settings) => {
+                let rules = policies::module_rules(&bytes).map_err(|e| format!("{module}: {e}"))?;
+                Policy::from_settings(settings.clone(), rules)
+            }
+        };
+        let compiled = CompiledPolicy::from_bytes(&bytes).map_err(|e| e.to_string())?;
+        let checker = Checker::new(&compiled, policy).map_err(|e| e.0)?;
+        let admission = Admission {
+            namespace: self
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_string()),
+            kubectl_apply: self.kubectl_apply,
+            derive: self.derive,
+        };
+        let inputs = manifests::read_inputs(&self.inputs);
+        let outcome = checker
+            .check(inputs, &admission, progress)
+            .map_err(|e| e.to_string())?;
+        let mode = checker.policy().mode.as_str();
+        let output = match self.format {
+            Format::Table => report::table(&outcome, mode),
+            Format::Json => report::json(&outcome, mode),
+        };
+        let status = match (outcome.unusable.is_empty(), outcome.rejected()) {
+            (false, _) => 2,
+            (true, 0) => 0,
+            (true, _) => 1,
+        };
+        Ok(Finished {
+            status,
+            output,
+            checked: outcome.rows.len(),
+        })
+    }
+}
+
+/// The verdict on one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// `Kind namespace/name`.
+    pub object: String,
+    /// The chain of objects it is made from, empty for an object of the
+    /// input itself.
+    pub derived_from: Vec<String>,
+    pub source: Source,
+    pub accepted: bool,
+    /// The rejection, as the person whose request is rejected reads it.
+    pub message: Option<String>,
+}
+
+/// What a check found.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub rows: Vec<Row>,
+    pub unusable: Vec<manifests::Unusable>,
+    /// Objects the policy's rules or selectors leave out.
+    pub not_covered: usize,
+    /// Said once each: what the check had to assume.
+    pub warnings: Vec<String>,
+}
+
+impl Outcome {
+    pub fn rejected(&self) -> usize {
+        self.rows.iter().filter(|row| !row.accepted).count()
+    }
+}
+
+/// Why a check could not run at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unusable(pub String);
+
+/// A policy ready to judge: its instance, its settings checked.
+pub struct Checker {
+    policy: Policy,
+    instance: Instance,
+    /// The settings of each member (one for a single policy), as JSON.
+    settings: Vec<(String, Vec<u8>)>,
+}
+
+impl Checker {
+    /// Instantiates `compiled` and validates the policy's settings (every
+    /// member's, for a group), as policy-server does at start-up.
+    pub fn new(compiled: &CompiledPolicy, policy: Policy) -> Result<Checker, Unusable> {
+        let instance = compiled
+            .instantiate()
+            .map_err(|e| Unusable(e.to_string()))?;
+        let members: Vec<(String, &Value)> = match &policy.judge {
+            Judge::Single { settings } => vec![(policy.name.clone(), settings)],
+            Judge::Group { members, .. } => members.iter().map(|(n, s)| (n.clone(), s)).collect(),
+        };
+        let mut settings = Vec::new();
+        for (name, value) in members {
+            let bytes = serde_json::to_vec(value).map_err(|e| Unusable(e.to_string()))?;
+            let verdict = instance
+                .validate_settings(&bytes)
+                .map_err(|e| Unusable(e.to_string()))?;
+            if !verdict.valid {
+                return Err(Unusable(format!(
+                    "the settings of {name} are not valid: {}",
+                    verdict.message.unwrap_or_default()
+                )));
+            }
+            settings.push((name, bytes));
+        }
+        Ok(Checker {
+            policy,
+            instance,
+            settings,
+        })
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Judges every object read, and the objects made from them.
+    /// `progress` hears how many of the input's objects are done.
+    pub fn check(
+        &self,
+        inputs: Inputs,
+        admission: &Admission,
+        mut progress: impl FnMut(usize, usize),
+    ) -> Result<Outcome, HostError> {
+        let mut outcome = Outcome {
+            unusable: inputs.unusable,
+            ..Outcome::default()
+        };
+        let total = inputs.manifests.len();
+        for (done, manifest) in inputs.manifests.into_iter().enumerate() {
+            for candidate in objects::candidates(&manifest.object, admission) {
+                self.judge(candidate, &manifest.source, &mut outcome)?;
+            }
+            progress(done + 1, total);
+        }
+        Ok(outcome)
+    }
+
+    fn judge(
+        &self,
+        candidate: Candidate,
+        source: &Source,
+        outcome: &mut Outcome,
+    ) -> Result<(), HostError> {
+        let object = &candidate.object;
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let resource = objects::resource(kind);
+        match self.policy.scope(object, group, version, &resource) {
+            Scope::Out => {
+                outcome.not_covered += 1;
+                return Ok(());
+            }
+            Scope::Assumed(warning) => {
+                if !outcome.warnings.contains(&warning) {
+                    outcome.warnings.push(warning);
+                }
+            }
+            Scope::In => {}
+        }
+        let request = request(object, group, version, kind, &resource, &candidate);
+        let (accepted, message) = match &self.policy.judge {
+            Judge::Single { .. } => {
+                let verdict = self.instance.validate(&request, &self.settings[0].1)?;
+                (verdict.accepted, verdict.message)
+            }
+            Judge::Group {
+                expression,
+                message,
+                ..
+            } => {
+                let mut causes = Vec::new();
+                let accepted = expression.evaluate(&mut |member: &str| {
+                    let settings = &self
+                        .settings
+                        .iter()
+                        .find(|(name, _)| name == member)
+                        .expect("members were checked when the expression was read")
+                        .1;
+                    let verdict = self.instance.validate(&request, settings)?;
+                    if !verdict.accepted {
+                        let cause = verdict.message.unwrap_or_default();
+                        causes.push(format!("{member}: {cause}"));
+                    }
+                    Ok::<_, HostError>(verdict.accepted)
+                })?;
+                let text = match causes.is_empty() {
+                    true => message.clone(),
+                    false => format!("{message} ({})", causes.join("; ")),
+                };
+                (accepted, (!accepted).then_some(text))
+            }
+        };
+        outcome.rows.push(Row {
+            object: objects::describe(object),
+            derived_from: candidate.derived_from,
+            source: source.clone(),
+            accepted,
+            message,
+        });
+        Ok(())
+    }
+}
+
+/// The CREATE request the API server would send for `object`: the
+/// controllers' service accounts create the objects made from the input.
+fn request(
+    object: &Value,
+    group: &str,
+    version: &str,
+    kind: &str,
+    resource: &str,
+    candidate: &Candidate,
+) -> Vec<u8> {
+    let gvk = json!({"group": group, "version": version, "kind": kind});
+    let gvr = json!({"group": group, "version": version, "resource": resource});
+    let user = match candidate.derived_from.last() {
+        None => json!({}),
+        Some(parent) => {
+            let controller = match parent.split(' ').next().unwrap_or_default() {
+                "Deployment" => "deployment-controller",
+                "ReplicaSet" => "replicaset-controller",
+                "DaemonSet" => "daemon-set-controller",
+                "StatefulSet" => "statefulset-controller",
+                "ReplicationController" => "replication-controller",
+                "CronJob" => "cronjob-controller",
+                _ => "job-controller",
+            };
+            json!({
+                "username": format!("system:serviceaccount:kube-system:{controller}"),
+                "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
+            })
+        }
+    };
+    let mut request = json!({
+        "uid": "00000000-0000-4000-8000-000000000000",
+        "kind": gvk,
+        "resource": gvr,
+        "requestKind": gvk,
+        "requestResource": gvr,
+        "name": object["metadata"]["name"],
+        "operation": "CREATE",
+        "userInfo": user,
+        "object": object,
+        "oldObject": null,
+        "dryRun": false,
+        "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+    });
+    if let Some(namespace) = object["metadata"]["namespace"].as_str() {
+        request["namespace"] = namespace.into();
+    }
+    serde_json::to_vec(&request).unwrap_or_default()
+}

@@ -1,0 +1,374 @@
+//! Reading manifests as people keep them: files and directories (searched
+//! recursively for `*.yaml`, `*.yml` and `*.json`), standard input (`-`),
+//! multi-document YAML, and `kind: List` (what `kubectl get -o yaml`
+//! writes). A document that is not a Kubernetes object is reported with its
+//! file and line, and the rest is read on.
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// Where a document or object came from: a file (or `-`) and the line its
+/// document starts on, and its place in a `List`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub file: String,
+    pub line: usize,
+    pub item: Option<usize>,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)?;
+        if let Some(item) = self.item {
+            write!(f, " (List item {item})")?;
+        }
+        Ok(())
+    }
+}
+
+/// A Kubernetes object read from the input.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    pub object: Value,
+    pub source: Source,
+}
+
+/// Input that could not be used, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unusable {
+    pub source: Source,
+    pub reason: String,
+}
+
+/// Everything read from the inputs, in order.
+#[derive(Debug, Default)]
+pub struct Inputs {
+    pub manifests: Vec<Manifest>,
+    pub unusable: Vec<Unusable>,
+}
+
+/// Reads every input: paths to files or directories, or `-` for stdin.
+pub fn read_inputs(inputs: &[String]) -> Inputs {
+    let mut read = Inputs::default();
+    for input in inputs {
+        if input == "-" {
+            let mut text = String::new();
+            match std::io::stdin().read_to_string(&mut text) {
+                Ok(_) => read_text("-", &text, is_json_text(&text), &mut read),
+                Err(e) => read.unusable.push(whole("-", format!("cannot read: {e}"))),
+            }
+            continue;
+        }
+        let path = Path::new(input);
+        if path.is_dir() {
+            let mut files = Vec::new();
+            if let Err(e) = walk(path, &mut files) {
+                read.unusable
+                    .push(whole(input, format!("cannot read: {e}")));
+            }
+            files.sort();
+            for file in files {
+                read_file(&file, &mut read);
+            }
+        } else {
+            read_file(path, &mut read);
+        }
+    }
+    read
+}
+
+fn whole(file: &str, reason: String) -> Unusable {
+    Unusable {
+        source: Source {
+            file: file.to_string(),
+            line: 1,
+            item: None,
+        },
+        reason,
+    }
+}
+
+/// The manifest files below `dir`, at any depth.
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            walk(&path, files)?;
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml" | "json")
+        ) {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn read_file(path: &Path, read: &mut Inputs) {
+    let name = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let json = path.extension().is_some_and(|e| e == "json");
+            read_text(&name, &text, json, read);
+        }
+        Err(e) => read
+            .unusable
+            .push(whole(&name, format!("cannot read: {e}"))),
+    }
+}
+
+/// Standard input has no name to tell JSON by.
+fn is_json_text(text: &str) -> bool {
+    matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'['))
+}
+
+/// Reads one file's text: JSON whole, YAML document by document.
+pub fn read_text(file: &str, text: &str, json: bool, read: &mut Inputs) {
+    if json {
+        let source = |line| Source {
+            file: file.to_string(),
+            line,
+            item: None,
+        };
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) => take_document(value, source(1), read),
+            Err(e) => read.unusable.push(Unusable {
+                source: source(e.line().max(1)),
+                reason: format!("not JSON: {e}"),
+            }),
+        }
+        return;
+    }
+    for (line, document) in documents(text) {
+        // A document is where its first line of content is, past comments.
+        let blank = |l: &str| {
+            let l = l.trim();
+            l.is_empty() || l.starts_with('#')
+        };
+        let Some(skipped) = document.lines().position(|l| !blank(l)) else {
+            continue;
+        };
+        let source = Source {
+            file: file.to_string(),
+            line: line + skipped,
+            item: None,
+        };
+        match serde_yaml::from_str::<Value>(document) {
+            Ok(value) => take_document(value, source, read),
+            Err(e) => {
+                let at = e.location().map_or(0, |l| l.line().saturating_sub(1));
+                read.unusable.push(Unusable {
+                    source: Source {
+                        line: line + at,
+                        ..source
+                    },
+                    reason: format!("not YAML: {}", in_file_lines(&e.to_string(), line - 1)),
+                });
+            }
+        }
+    }
+}
+
+/// The documents of a YAML stream, each with the line it starts on: they
+/// are cut at lines that are `---` (or start with `--- `), as kubectl cuts
+/// them.
+fn documents(text: &str) -> Vec<(usize, &str)> {
+    let mut documents = Vec::new();
+    let (mut start, mut start_line) = (0, 1);
+    let mut offset = 0;
+    for (number, line) in text.split_inclusive('\n').enumerate() {
+        let content = line.trim_end();
+        if content == "---" || content.starts_with("--- ") {
+            documents.push((start_line, &text[start..offset]));
+            start = offset + line.len();
+            start_line = number + 2;
+        }
+        offset += line.len();
+    }
+    documents.push((start_line, &text[start..]));
+    documents
+}
+
+/// The YAML parser counts lines from the document's start: `line N` in its
+/// message becomes the file's line.
+fn in_file_lines(message: &str, offset: usize) -> String {
+    let mut out = String::new();
+    let mut rest = message;
+    while let Some(at) = rest.find("line ") {
+        let (before, after) = rest.split_at(at + "line ".len());
+        out.push_str(before);
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if let Ok(number) = after[..digits].parse::<usize>() {
+            out.push_str(&(number + offset).to_string());
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A document: an object, a `List` of objects, or something unusable.
+fn take_document(value: Value, source: Source, read: &mut Inputs) {
+    if value.is_null() {
+        return;
+    }
+    if value["kind"] == "List" && value.get("items").is_some() {
+        match value.get("items").and_then(Value::as_array) {
+            Some(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let source = Source {
+                        item: Some(i),
+                        ..source.clone()
+                    };
+                    take_object(item.clone(), source, read);
+                }
+            }
+            None => read.unusable.push(Unusable {
+                source,
+                reason: "a List whose `items` is not a list".to_string(),
+            }),
+        }
+        return;
+    }
+    take_object(value, source, read);
+}
+
+fn take_object(value: Value, source: Source, read: &mut Inputs) {
+    match object_problem(&value) {
+        None => read.manifests.push(Manifest {
+            object: value,
+            source,
+        }),
+        Some(reason) => read.unusable.push(Unusable { source, reason }),
+    }
+}
+
+/// Why `value` is not a Kubernetes object, if it is not.
+fn object_problem(value: &Value) -> Option<String> {
+    let Some(object) = value.as_object() else {
+        return Some(format!("not a Kubernetes object: {}", what(value)));
+    };
+    let text = |field: &str| object.get(field).and_then(Value::as_str);
+    match (text("apiVersion"), text("kind")) {
+        (_, None) => Some("not a Kubernetes object: no `kind`".to_string()),
+        (None, _) => Some("not a Kubernetes object: no `apiVersion`".to_string()),
+        (Some(_), Some(_)) => match object.get("metadata") {
+            Some(Value::Object(metadata)) => match metadata.get("name") {
+                Some(Value::String(name)) if !name.is_empty() => None,
+                _ if metadata.get("generateName").is_some_and(Value::is_string) => None,
+                _ => Some("no `metadata.name`".to_string()),
+            },
+            _ => Some("no `metadata`".to_string()),
+        },
+    }
+}
+
+fn what(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Inputs {
+        let mut read = Inputs::default();
+        read_text("m.yaml", text, false, &mut read);
+        read
+    }
+
+    #[test]
+    fn documents_are_cut_at_separator_lines_with_their_lines() {
+        let text = "a: 1\n---\nb: 2\n--- \nc: 3\n--- # comment\nd: 4\n";
+        let docs = documents(text);
+        let lines: Vec<usize> = docs.iter().map(|(line, _)| *line).collect();
+        assert_eq!(lines, [1, 3, 5, 7]);
+        assert_eq!(docs[1].1, "b: 2\n");
+        // A `---` inside a value is not a separator.
+        assert_eq!(documents("a: |\n  ---\n").len(), 1);
+    }
+
+    #[test]
+    fn objects_lists_and_what_is_not_an_object() {
+        let text = "\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: a}
+---
+# only a comment
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: b, namespace: x}
+- just a string
+---
+- a
+- list
+---
+apiVersion: v1
+metadata: {name: c}
+---
+kind: Pod
+apiVersion: v1
+metadata: {generateName: d-}
+---
+a: [unclosed
+";
+        let read = read(text);
+        let names: Vec<&str> = read
+            .manifests
+            .iter()
+            .map(|m| m.object["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["ConfigMap", "Pod", "Pod"]);
+        assert_eq!(
+            read.manifests[1].source.to_string(),
+            "m.yaml:7 (List item 0)"
+        );
+        let problems: Vec<String> = read
+            .unusable
+            .iter()
+            .map(|u| format!("{}: {}", u.source, u.reason))
+            .collect();
+        assert_eq!(problems.len(), 4, "{problems:#?}");
+        assert_eq!(
+            problems[0],
+            "m.yaml:7 (List item 1): not a Kubernetes object: a string"
+        );
+        assert_eq!(problems[1], "m.yaml:15: not a Kubernetes object: a list");
+        assert_eq!(problems[2], "m.yaml:18: not a Kubernetes object: no `kind`");
+        assert!(
+            problems[3].starts_with("m.yaml:26: not YAML")
+                && problems[3].contains("flow sequence at line 25 column 4"),
+            "{}",
+            problems[3]
+        );
+    }
+
+    #[test]
+    fn json_is_read_whole_and_errors_say_the_line() {
+        let mut read = Inputs::default();
+        read_text(
+            "m.json",
+            r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}]}"#,
+            true,
+            &mut read,
+        );
+        assert_eq!(read.manifests.len(), 1);
+        read_text("bad.json", "{\n\"a\": \n", true, &mut read);
+        assert_eq!(read.unusable[0].source.to_string(), "bad.json:3");
+    }
+}

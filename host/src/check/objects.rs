@@ -1,0 +1,423 @@
+//! Objects as the API server admits them, and the objects its controllers
+//! make from them, with the annotations each carries when it reaches a
+//! validating webhook:
+//!
+//! - a DaemonSet gains `deprecated.daemonset.template.generation` (the
+//!   apps/v1 conversion of the template generation the registry sets);
+//! - a Deployment's ReplicaSet takes the Deployment's annotations but the
+//!   deployment controller's own and `last-applied-configuration`
+//!   (`pkg/controller/deployment/util/deployment_util.go`), plus its
+//!   `revision`, `desired-replicas` and `max-replicas`;
+//! - a CronJob's Job takes `spec.jobTemplate.metadata.annotations` plus
+//!   `batch.kubernetes.io/cronjob-scheduled-timestamp`;
+//! - a Pod takes its template's annotations (an Indexed Job's Pod also
+//!   `batch.kubernetes.io/job-completion-index`), from a ReplicaSet,
+//!   DaemonSet, StatefulSet, ReplicationController or Job.
+//!
+//! `test_data/cluster/` holds what a real cluster sent; the tests hold these
+//! objects to it.
+
+use serde_json::{Map, Value, json};
+
+/// One object to judge, and the chain of objects it is made from.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub object: Value,
+    /// `Deployment shop/web → ReplicaSet shop/web-5d8f6b7c9d`, empty for
+    /// an object of the input itself.
+    pub derived_from: Vec<String>,
+}
+
+/// How the objects of the input reach the API server.
+#[derive(Debug, Clone)]
+pub struct Admission {
+    /// The namespace of a namespaced object that names none (kubectl's).
+    pub namespace: String,
+    /// Whether `kubectl apply` sends them, which records each manifest in
+    /// `kubectl.kubernetes.io/last-applied-configuration`.
+    pub kubectl_apply: bool,
+    /// Whether to make the objects the controllers create from them.
+    pub derive: bool,
+}
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+const REVISION: &str = "deployment.kubernetes.io/revision";
+
+/// The annotations the deployment controller does not copy from a
+/// Deployment to its ReplicaSets.
+const NOT_COPIED: [&str; 6] = [
+    LAST_APPLIED,
+    REVISION,
+    "deployment.kubernetes.io/revision-history",
+    "deployment.kubernetes.io/desired-replicas",
+    "deployment.kubernetes.io/max-replicas",
+    "deprecated.deployment.rollback.to",
+];
+
+/// The object of the input as admitted, then each object made from it.
+pub fn candidates(manifest: &Value, admission: &Admission) -> Vec<Candidate> {
+    let object = admitted(manifest, admission);
+    let mut out = vec![Candidate {
+        object,
+        derived_from: Vec::new(),
+    }];
+    if admission.derive {
+        let mut i = 0;
+        while i < out.len() {
+            let parent = &out[i];
+            let chain = {
+                let mut chain = parent.derived_from.clone();
+                chain.push(describe(&parent.object));
+                chain
+            };
+            for child in children(&parent.object) {
+                out.push(Candidate {
+                    object: child,
+                    derived_from: chain.clone(),
+                });
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// `Kind namespace/name`, or `Kind name` for a cluster-wide object.
+pub fn describe(object: &Value) -> String {
+    let kind = object["kind"].as_str().unwrap_or("object");
+    let metadata = &object["metadata"];
+    let name = metadata["name"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .or_else(|| metadata["generateName"].as_str())
+        .unwrap_or("");
+    match metadata["namespace"].as_str() {
+        Some(namespace) => format!("{kind} {namespace}/{name}"),
+        None => format!("{kind} {name}"),
+    }
+}
+
+/// The object as a validating webhook sees it at its creation.
+fn admitted(manifest: &Value, admission: &Admission) -> Value {
+    let mut object = manifest.clone();
+    let kind = object["kind"].as_str().unwrap_or_default().to_string();
+    if admission.kubectl_apply && !annotations(&object).contains_key(LAST_APPLIED) {
+        // kubectl records the manifest as given, without this annotation.
+        let text = serde_json::to_string(manifest).unwrap_or_default() + "\n";
+        annotations_mut(&mut object).insert(LAST_APPLIED.into(), text.into());
+    }
+    let metadata = metadata_mut(&mut object);
+    if namespaced(&kind) && !metadata.contains_key("namespace") {
+        metadata.insert("namespace".into(), admission.namespace.clone().into());
+    }
+    if metadata.get("name").is_none_or(|n| n.as_str() == Some("")) {
+        let prefix = metadata["generateName"].as_str().unwrap_or("").to_string();
+        metadata.insert("name".into(), format!("{prefix}x7k2p").into());
+    }
+    if kind == "DaemonSet" && !annotations(&object).contains_key(TEMPLATE_GENERATION) {
+        annotations_mut(&mut object).insert(TEMPLATE_GENERATION.into(), "1".into());
+    }
+    object
+}
+
+/// The objects the controllers create from `object` directly.
+fn children(object: &Value) -> Vec<Value> {
+    match object["kind"].as_str().unwrap_or_default() {
+        "Deployment" => vec![deployment_replicaset(object)],
+        "ReplicaSet" | "ReplicationController" | "DaemonSet" => vec![pod(object, None)],
+        "StatefulSet" => vec![pod(object, Some("0"))],
+        "Job" => vec![pod(object, None)],
+        "CronJob" => vec![cronjob_job(object)],
+        _ => Vec::new(),
+    }
+}
+
+fn deployment_replicaset(deployment: &Value) -> Value {
+    let spec = &deployment["spec"];
+    let replicas = spec["replicas"].as_u64().unwrap_or(1);
+    let surge = match spec["strategy"]["type"].as_str() {
+        Some("Recreate") => 0,
+        _ => scaled(
+            &spec["strategy"]["rollingUpdate"]["maxSurge"],
+            replicas,
+            "25%",
+        ),
+    };
+    let revision = annotations(deployment)
+        .get(REVISION)
+        .and_then(Value::as_str)
+        .and_then(|r| r.parse::<u64>().ok())
+        .map_or(1, |r| r + 1);
+    let mut annotations: Map<String, Value> = annotations(deployment)
+        .iter()
+        .filter(|(key, _)| !NOT_COPIED.contains(&key.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    annotations.insert(REVISION.into(), revision.to_string().into());
+    annotations.insert(
+        "deployment.kubernetes.io/desired-replicas".into(),
+        replicas.to_string().into(),
+    );
+    annotations.insert(
+        "deployment.kubernetes.io/max-replicas".into(),
+        (replicas + surge).to_string().into(),
+    );
+    let mut template = spec["template"].clone();
+    let hash = template_hash(&template);
+    labels_mut(&mut template).insert("pod-template-hash".into(), hash.clone().into());
+    let mut selector = spec["selector"].clone();
+    if let Some(labels) = selector["matchLabels"].as_object_mut() {
+        labels.insert("pod-template-hash".into(), hash.clone().into());
+    }
+    let name = format!("{}-{hash}", name(deployment));
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": name,
+            "namespace": deployment["metadata"]["namespace"],
+            "labels": template["metadata"]["labels"],
+            "annotations": annotations,
+            "ownerReferences": [owner(deployment)],
+        },
+        "spec": {"replicas": replicas, "selector": selector, "template": template},
+    })
+}
+
+fn cronjob_job(cronjob: &Value) -> Value {
+    let template = &cronjob["spec"]["jobTemplate"];
+    let mut annotations = template["metadata"]["annotations"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    annotations.insert(
+        "batch.kubernetes.io/cronjob-scheduled-timestamp".into(),
+        "2026-12-02T12:00:00Z".into(),
+    );
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            // The controller names a Job after its scheduled minute.
+            "name": format!("{}-29413020", name(cronjob)),
+            "namespace": cronjob["metadata"]["namespace"],
+            "labels": template["metadata"]["labels"],
+            "annotations": annotations,
+            "ownerReferences": [owner(cronjob)],
+        },
+        "spec": template["spec"],
+    })
+}
+
+/// The Pod a workload's controller makes from its template; a
+/// StatefulSet's Pods are named by their ordinal.
+fn pod(workload: &Value, ordinal: Option<&str>) -> Value {
+    let template = &workload["spec"]["template"];
+    let mut annotations = template["metadata"]["annotations"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    if workload["kind"] == "Job" && workload["spec"]["completionMode"] == "Indexed" {
+        annotations.insert(
+            "batch.kubernetes.io/job-completion-index".into(),
+            "0".into(),
+        );
+    }
+    let mut metadata = json!({
+        "namespace": workload["metadata"]["namespace"],
+        "labels": template["metadata"]["labels"],
+        "annotations": annotations,
+        "ownerReferences": [owner(workload)],
+    });
+    let fields = metadata.as_object_mut().expect("an object");
+    match ordinal {
+        Some(ordinal) => fields.insert(
+            "name".into(),
+            format!("{}-{ordinal}", name(workload)).into(),
+        ),
+        None => {
+            fields.insert("generateName".into(), format!("{}-", name(workload)).into());
+            fields.insert("name".into(), format!("{}-x7k2p", name(workload)).into())
+        }
+    };
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]})
+}
+
+fn owner(object: &Value) -> Value {
+    json!({
+        "apiVersion": object["apiVersion"],
+        "kind": object["kind"],
+        "name": name(object),
+        "uid": object["metadata"]["uid"].as_str().unwrap_or(""),
+        "controller": true,
+        "blockOwnerDeletion": true,
+    })
+}
+
+fn name(object: &Value) -> &str {
+    object["metadata"]["name"].as_str().unwrap_or("")
+}
+
+/// An int-or-percent (`maxSurge`) of `total`, rounded up as the deployment
+/// controller rounds a surge.
+fn scaled(value: &Value, total: u64, default: &str) -> u64 {
+    let text = match value {
+        Value::Number(n) => return n.as_u64().unwrap_or(0),
+        Value::String(s) => s.as_str(),
+        _ => default,
+    };
+    match text.strip_suffix('%').and_then(|p| p.parse::<u64>().ok()) {
+        Some(percent) => (total * percent).div_ceil(100),
+        None => text.parse().unwrap_or(0),
+    }
+}
+
+/// A `pod-template-hash` in the controller's alphabet: FNV-1a of the
+/// template's text, its decimal digits mapped as Kubernetes'
+/// `rand.SafeEncodeString` maps them. (The controller hashes its own dump of
+/// the template, so the value differs; its shape does not.)
+fn template_hash(template: &Value) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let text = serde_json::to_string(template).unwrap_or_default();
+    let hash = text.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    hash.to_string()
+        .bytes()
+        .map(|b| char::from(ALPHABET[usize::from(b) % ALPHABET.len()]))
+        .collect()
+}
+
+fn annotations(object: &Value) -> Map<String, Value> {
+    object["metadata"]["annotations"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The map at `path` in `value`, made (as an empty map) where it is
+/// missing or not a map.
+fn map_at<'v>(value: &'v mut Value, path: &[&str]) -> &'v mut Map<String, Value> {
+    let mut here = value;
+    for field in path {
+        if !here.is_object() {
+            *here = json!({});
+        }
+        here = here
+            .as_object_mut()
+            .expect("made an object above")
+            .entry(*field)
+            .or_insert_with(|| json!({}));
+    }
+    if !here.is_object() {
+        *here = json!({});
+    }
+    here.as_object_mut().expect("made an object above")
+}
+
+fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
+    map_at(object, &["metadata"])
+}
+
+fn annotations_mut(object: &mut Value) -> &mut Map<String, Value> {
+    map_at(object, &["metadata", "annotations"])
+}
+
+fn labels_mut(template: &mut Value) -> &mut Map<String, Value> {
+    map_at(template, &["metadata", "labels"])
+}
+
+/// Whether objects of `kind` live in a namespace: every kind but the
+/// cluster-wide ones Kubernetes and Kubewarden define (a custom resource
+/// is taken to be namespaced).
+pub fn namespaced(kind: &str) -> bool {
+    !matches!(
+        kind,
+        "Namespace"
+            | "Node"
+            | "PersistentVolume"
+            | "ComponentStatus"
+            | "ClusterRole"
+            | "ClusterRoleBinding"
+            | "CustomResourceDefinition"
+            | "APIService"
+            | "StorageClass"
+            | "VolumeAttachment"
+            | "CSIDriver"
+            | "CSINode"
+            | "PriorityClass"
+            | "RuntimeClass"
+            | "IngressClass"
+            | "CertificateSigningRequest"
+            | "ValidatingWebhookConfiguration"
+            | "MutatingWebhookConfiguration"
+            | "ValidatingAdmissionPolicy"
+            | "ValidatingAdmissionPolicyBinding"
+            | "MutatingAdmissionPolicy"
+            | "MutatingAdmissionPolicyBinding"
+            | "FlowSchema"
+            | "PriorityLevelConfiguration"
+            | "ClusterAdmissionPolicy"
+            | "ClusterAdmissionPolicyGroup"
+            | "PolicyServer"
+    )
+}
+
+/// The resource (plural) of a kind, as the API server names it: the
+/// lower-cased kind, made plural by Kubernetes' own guess
+/// (`meta.UnsafeGuessKindToResource`), but for the kinds it gets wrong.
+pub fn resource(kind: &str) -> String {
+    let lower = kind.to_ascii_lowercase();
+    match lower.as_str() {
+        "endpoints" => return lower,
+        "" => return lower,
+        _ => {}
+    }
+    if lower.ends_with('s') {
+        format!("{lower}es")
+    } else if let Some(stem) = lower.strip_suffix('y') {
+        format!("{stem}ies")
+    } else {
+        format!("{lower}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_name_their_resources() {
+        for (kind, resource_name) in [
+            ("Pod", "pods"),
+            ("Deployment", "deployments"),
+            ("Ingress", "ingresses"),
+            ("NetworkPolicy", "networkpolicies"),
+            ("Endpoints", "endpoints"),
+            ("ReplicationController", "replicationcontrollers"),
+            ("CronJob", "cronjobs"),
+        ] {
+            assert_eq!(resource(kind), resource_name, "{kind}");
+        }
+    }
+
+    #[test]
+    fn surges_round_up() {
+        assert_eq!(scaled(&json!("25%"), 2, "25%"), 1);
+        assert_eq!(scaled(&json!("25%"), 4, "25%"), 1);
+        assert_eq!(scaled(&json!("25%"), 5, "25%"), 2);
+        assert_eq!(scaled(&json!(3), 5, "25%"), 3);
+        assert_eq!(scaled(&Value::Null, 1, "25%"), 1);
+    }
+
+    #[test]
+    fn hashes_use_the_controllers_alphabet() {
+        let hash = template_hash(&json!({"spec": {}}));
+        assert!(!hash.is_empty() && hash.len() <= 10, "{hash}");
+        assert!(
+            hash.bytes()
+                .all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b))
+        );
+    }
+}

@@ -1,0 +1,400 @@
+//! Which objects a policy judges, and with what: the `rules`, selectors and
+//! settings of a ClusterAdmissionPolicy or AdmissionPolicy manifest, the
+//! members and `expression` of a policy group, or, without a manifest, the
+//! rules in the module's Kubewarden metadata (`kwctl annotate` writes them in
+//! the custom section `io.kubewarden.metadata`).
+
+use serde_json::Value;
+
+use super::expression::Expression;
+use super::objects::namespaced;
+
+/// One rule of a webhook: the objects it sends to the policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    api_groups: Vec<String>,
+    api_versions: Vec<String>,
+    resources: Vec<String>,
+    operations: Vec<String>,
+}
+
+impl Rule {
+    fn from_json(rule: &Value) -> Result<Rule, String> {
+        let list = |field: &str| -> Result<Vec<String>, String> {
+            match &rule[field] {
+                Value::Array(items) => items
+                    .iter()
+                    .map(|item| {
+                        item.as_str()
+                            .map(str::to_string)
+                            .ok_or_else(|| format!("`{field}` holds {item} where a string belongs"))
+                    })
+                    .collect(),
+                Value::Null => Ok(Vec::new()),
+                other => Err(format!("`{field}` is {other} where a list belongs")),
+            }
+        };
+        Ok(Rule {
+            api_groups: list("apiGroups")?,
+            api_versions: list("apiVersions")?,
+            resources: list("resources")?,
+            operations: list("operations")?,
+        })
+    }
+
+    /// Whether the rule sends the creation of a `resource` in `group` and
+    /// `version` (subresources are never created on their own).
+    pub fn covers_creation(&self, group: &str, version: &str, resource: &str) -> bool {
+        let any = |list: &[String], value: &str| list.iter().any(|v| v == "*" || v == value);
+        any(&self.api_groups, group)
+            && any(&self.api_versions, version)
+            && self
+                .resources
+                .iter()
+                .any(|r| r == "*" || r == "*/*" || r == resource)
+            && self.operations.iter().any(|o| o == "*" || o == "CREATE")
+    }
+}
+
+/// A label selector (`matchLabels`, `matchExpressions`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selector(Value);
+
+impl Selector {
+    /// Whether `labels` match; `None` when the selector names a label the
+    /// check cannot know (only `known` keys are known).
+    fn matches(&self, labels: &serde_json::Map<String, Value>, known: &[&str]) -> Option<bool> {
+        let knows = |key: &str| known.contains(&key) || known.is_empty();
+        let mut matched = true;
+        if let Some(wanted) = self.0["matchLabels"].as_object() {
+            for (key, value) in wanted {
+                if !knows(key) {
+                    return None;
+                }
+                matched &= labels.get(key) == Some(value);
+            }
+        }
+        for expression in self.0["matchExpressions"].as_array().into_iter().flatten() {
+            let key = expression["key"].as_str().unwrap_or_default();
+            if !knows(key) {
+                return None;
+            }
+            let values: Vec<&str> = expression["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let value = labels.get(key).and_then(Value::as_str);
+            matched &= match expression["operator"].as_str() {
+                Some("In") => value.is_some_and(|v| values.contains(&v)),
+                Some("NotIn") => !value.is_some_and(|v| values.contains(&v)),
+                Some("Exists") => value.is_some(),
+                Some("DoesNotExist") => value.is_none(),
+                _ => return None,
+            };
+        }
+        Some(matched)
+    }
+}
+
+/// What a policy judges with: one module's settings, or a group's members
+/// combined by its expression.
+#[derive(Debug, Clone)]
+pub enum Judge {
+    Single {
+        settings: Value,
+    },
+    Group {
+        members: Vec<(String, Value)>,
+        expression: Expression,
+        message: String,
+    },
+}
+
+/// A policy as the check applies it.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub name: String,
+    /// `monitor` or `protect`.
+    pub mode: String,
+    /// `None`: every object (no manifest, no annotated module).
+    pub rules: Option<Vec<Rule>>,
+    namespace_selector: Option<Selector>,
+    object_selector: Option<Selector>,
+    /// An AdmissionPolicy's own namespace.
+    namespace: Option<String>,
+    pub judge: Judge,
+}
+
+/// Whether a policy judges an object, and if it cannot tell, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    In,
+    Out,
+    /// A selector names labels the check cannot know (a namespace's labels
+    /// other than its name): the object is judged, with this warning.
+    Assumed(String),
+}
+
+impl Policy {
+    /// A policy without a manifest: the module's own rules (or every
+    /// object), with settings from the command line.
+    pub fn from_settings(settings: Value, rules: Option<Vec<Rule>>) -> Policy {
+        Policy {
+            name: "the policy".to_string(),
+            mode: "protect".to_string(),
+            rules,
+            namespace_selector: None,
+            object_selector: None,
+            namespace: None,
+            judge: Judge::Single { settings },
+        }
+    }
+
+    /// A ClusterAdmissionPolicy, AdmissionPolicy or either policy group.
+    pub fn from_manifest(manifest: &Value) -> Result<Policy, String> {
+        let kind = manifest["kind"].as_str().unwrap_or_default();
+        let spec = &manifest["spec"];
+        let name = manifest["metadata"]["name"]
+            .as_str()
+            .unwrap_or(kind)
+            .to_string();
+        let settings = |policy: &Value| match &policy["settings"] {
+            Value::Null => Value::Object(Default::default()),
+            settings => settings.clone(),
+        };
+        let judge = match kind {
+            "ClusterAdmissionPolicy" | "AdmissionPolicy" => Judge::Single {
+                settings: settings(spec),
+            },
+            "ClusterAdmissionPolicyGroup" | "AdmissionPolicyGroup" => {
+                let members: Vec<(String, Value)> = spec["policies"]
+                    .as_object()
+                    .ok_or_else(|| format!("{kind} {name} has no `spec.policies`"))?
+                    .iter()
+                    .map(|(member, policy)| (member.clone(), settings(policy)))
+                    .collect();
+                let text = spec["expression"]
+                    .as_str()
+                    .ok_or_else(|| format!("{kind} {name} has no `spec.expression`"))?;
+                let names: Vec<&str> = members.iter().map(|(n, _)| n.as_str()).collect();
+                let expression = Expression::parse(text, &names)
+                    .map_err(|e| format!("{kind} {name}: `spec.expression`: {e}"))?;
+                Judge::Group {
+                    members,
+                    expression,
+                    message: spec["message"].as_str().unwrap_or_default().to_string(),
+                }
+            }
+            other => {
+                return Err(format!(
+                    "not a Kubewarden policy manifest (kind {other:?}); expected a \
+                     ClusterAdmissionPolicy, AdmissionPolicy, ClusterAdmissionPolicyGroup or \
+                     AdmissionPolicyGroup"
+                ));
+            }
+        };
+        let rules = spec["rules"]
+            .as_array()
+            .ok_or_else(|| format!("{kind} {name} has no `spec.rules`"))?
+            .iter()
+            .map(Rule::from_json)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("{kind} {name}: a rule: {e}"))?;
+        let selector = |field: &str| match &spec[field] {
+            Value::Null => None,
+            selector => Some(Selector(selector.clone())),
+        };
+        let namespace = match kind {
+            "AdmissionPolicy" | "AdmissionPolicyGroup" => Some(
+                manifest["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("default")
+                    .to_string(),
+            ),
+            _ => None,
+        };
+        Ok(Policy {
+            name,
+            mode: spec["mode"].as_str().unwrap_or("protect").to_string(),
+            rules: Some(rules),
+            namespace_selector: selector("namespaceSelector"),
+            object_selector: selector("objectSelector"),
+            namespace,
+            judge,
+        })
+    }
+
+    /// Whether the policy judges the creation of `object`.
+    pub fn scope(&self, object: &Value, group: &str, version: &str, resource: &str) -> Scope {
+        if let Some(rules) = &self.rules
+            && !rules
+                .iter()
+                .any(|rule| rule.covers_creation(group, version, resource))
+        {
+            return Scope::Out;
+        }
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let namespace = object["metadata"]["namespace"].as_str();
+        if let Some(own) = &self.namespace
+            && (!namespaced(kind) || namespace != Some(own.as_str()))
+        {
+            return Scope::Out;
+        }
+        let mut scope = Scope::In;
+        if let Some(selector) = &self.object_selector {
+            let labels = object["metadata"]["labels"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            if selector.matches(&labels, &[]) == Some(false) {
+                return Scope::Out;
+            }
+        }
+        // A namespace selector applies to namespaced objects and to
+        // Namespaces; of a namespace, only its name label is known here.
+        let namespace = match kind {
+            "Namespace" => object["metadata"]["name"].as_str(),
+            _ if namespaced(kind) => namespace,
+            _ => None,
+        };
+        if let (Some(selector), Some(namespace)) = (&self.namespace_selector, namespace) {
+            const NAME: &str = "kubernetes.io/metadata.name";
+            let mut labels = serde_json::Map::new();
+            labels.insert(NAME.to_string(), namespace.into());
+            match selector.matches(&labels, &[NAME]) {
+                Some(false) => return Scope::Out,
+                Some(true) => {}
+                None => {
+                    scope = Scope::Assumed(format!(
+                        "{}'s namespaceSelector names namespace labels other than {NAME}, \
+                         which the check cannot know: it judges every namespace",
+                        self.name
+                    ))
+                }
+            }
+        }
+        scope
+    }
+}
+
+/// The rules in a module's Kubewarden metadata, if `kwctl annotate` wrote
+/// them (`None` for a module without metadata).
+pub fn module_rules(module: &[u8]) -> Result<Option<Vec<Rule>>, String> {
+    use wasmparser::{Parser, Payload};
+    for payload in Parser::new(0).parse_all(module) {
+        let payload = payload.map_err(|e| format!("not a WebAssembly module: {e}"))?;
+        if let Payload::CustomSection(section) = payload
+            && section.name() == "io.kubewarden.metadata"
+        {
+            let metadata: Value = serde_json::from_slice(section.data())
+                .map_err(|e| format!("its Kubewarden metadata is not JSON: {e}"))?;
+            let rules = metadata["rules"]
+                .as_array()
+                .ok_or("its Kubewarden metadata has no rules")?
+                .iter()
+                .map(Rule::from_json)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("its Kubewarden metadata: a rule: {e}"))?;
+            return Ok(Some(rules));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(namespace: &str, labels: Value) -> Value {
+        json!({"kind": "Pod", "metadata": {"name": "p", "namespace": namespace, "labels": labels}})
+    }
+
+    fn policy(spec: Value) -> Policy {
+        Policy::from_manifest(&json!({
+            "kind": "ClusterAdmissionPolicy",
+            "metadata": {"name": "p"},
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn rules_cover_what_they_name_for_creations() {
+        let rule = Rule::from_json(&json!({
+            "apiGroups": ["apps"], "apiVersions": ["v1"],
+            "resources": ["deployments", "replicasets"], "operations": ["CREATE", "UPDATE"]
+        }))
+        .unwrap();
+        assert!(rule.covers_creation("apps", "v1", "deployments"));
+        assert!(!rule.covers_creation("", "v1", "pods"));
+        assert!(!rule.covers_creation("apps", "v1beta1", "deployments"));
+        let updates = Rule::from_json(&json!({
+            "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "operations": ["UPDATE"]
+        }))
+        .unwrap();
+        assert!(!updates.covers_creation("", "v1", "pods"));
+        assert!(Rule::from_json(&json!({"apiGroups": "apps"})).is_err());
+    }
+
+    #[test]
+    fn selectors_and_an_admission_policys_namespace() {
+        let rules = json!([{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}]);
+        let cluster = policy(json!({
+            "rules": rules,
+            "namespaceSelector": {"matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}
+            ]},
+            "objectSelector": {"matchLabels": {"team": "shop"}},
+        }));
+        let scope = |policy: &Policy, object: &Value| policy.scope(object, "", "v1", "pods");
+        assert_eq!(
+            scope(&cluster, &pod("shop", json!({"team": "shop"}))),
+            Scope::In
+        );
+        assert_eq!(
+            scope(&cluster, &pod("kube-system", json!({"team": "shop"}))),
+            Scope::Out
+        );
+        assert_eq!(
+            scope(&cluster, &pod("shop", json!({"team": "web"}))),
+            Scope::Out
+        );
+        let unknown = policy(json!({
+            "rules": rules,
+            "namespaceSelector": {"matchLabels": {"env": "prod"}},
+        }));
+        assert!(matches!(
+            scope(&unknown, &pod("shop", json!({}))),
+            Scope::Assumed(_)
+        ));
+        let namespaced = Policy::from_manifest(&json!({
+            "kind": "AdmissionPolicy",
+            "metadata": {"name": "p", "namespace": "shop"},
+            "spec": {"rules": rules},
+        }))
+        .unwrap();
+        assert_eq!(scope(&namespaced, &pod("shop", json!({}))), Scope::In);
+        assert_eq!(scope(&namespaced, &pod("web", json!({}))), Scope::Out);
+    }
+
+    #[test]
+    fn manifests_that_are_not_policies_are_refused() {
+        let error = Policy::from_manifest(&json!({"kind": "Deployment"})).unwrap_err();
+        assert!(
+            error.contains("not a Kubewarden policy manifest"),
+            "{error}"
+        );
+        let error = Policy::from_manifest(&json!({
+            "kind": "ClusterAdmissionPolicyGroup", "metadata": {"name": "g"},
+            "spec": {"rules": [], "policies": {"a": {}}, "expression": "a() && b()"},
+        }))
+        .unwrap_err();
+        assert!(
+            error.contains("`spec.expression`") && error.contains("b"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,175 @@
+//! What a check prints: a table a person reads at a glance, then one
+//! summary line, or JSON for machines; and a progress bar on a terminal.
+
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
+
+use serde_json::json;
+
+use super::{Outcome, Row};
+
+/// The table: object, what it is made from, verdict, message; then the
+/// input that could not be used, the warnings, and the summary.
+pub fn table(outcome: &Outcome, mode: &str) -> String {
+    let derived = |row: &Row| match row.derived_from.is_empty() {
+        true => "-".to_string(),
+        false => row.derived_from.join(" → "),
+    };
+    let verdict = |row: &Row| if row.accepted { "accepted" } else { "rejected" };
+    let width = |title: &str, cell: &dyn Fn(&Row) -> String| {
+        outcome
+            .rows
+            .iter()
+            .map(|row| cell(row).chars().count())
+            .chain([title.len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let object_width = width("OBJECT", &|row| row.object.clone());
+    let derived_width = width("DERIVED FROM", &|row| derived(row));
+    let mut out = String::new();
+    if !outcome.rows.is_empty() {
+        let line = |out: &mut String, object: &str, from: &str, verdict: &str, message: &str| {
+            let pad = |text: &str, width: usize| {
+                format!(
+                    "{text}{}",
+                    " ".repeat(width.saturating_sub(text.chars().count()))
+                )
+            };
+            let text = format!(
+                "{}  {}  {}  {message}",
+                pad(object, object_width),
+                pad(from, derived_width),
+                pad(verdict, 8)
+            );
+            let _ = writeln!(out, "{}", text.trim_end());
+        };
+        line(&mut out, "OBJECT", "DERIVED FROM", "VERDICT", "MESSAGE");
+        for row in &outcome.rows {
+            let message = row.message.as_deref().unwrap_or("");
+            line(&mut out, &row.object, &derived(row), verdict(row), message);
+        }
+        out.push('\n');
+    }
+    for unusable in &outcome.unusable {
+        let _ = writeln!(out, "{}: {}", unusable.source, unusable.reason);
+    }
+    for warning in &outcome.warnings {
+        let _ = writeln!(out, "warning: {warning}");
+    }
+    if mode == "monitor" {
+        let _ = writeln!(
+            out,
+            "note: the policy is in monitor mode: policy-server would log these rejections, not make them"
+        );
+    }
+    out.push_str(&summary(outcome));
+    out.push('\n');
+    out
+}
+
+/// `N objects checked, M rejected`, and what else happened.
+pub fn summary(outcome: &Outcome) -> String {
+    let plural = |n: usize, one: &str, many: &str| match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    };
+    let mut line = format!(
+        "{} checked, {} rejected",
+        plural(outcome.rows.len(), "object", "objects"),
+        outcome.rejected()
+    );
+    if outcome.not_covered > 0 {
+        let _ = write!(
+            line,
+            ", {} left out by the policy's rules or selectors",
+            outcome.not_covered
+        );
+    }
+    if !outcome.unusable.is_empty() {
+        let _ = write!(
+            line,
+            ", {}",
+            plural(
+                outcome.unusable.len(),
+                "unusable document",
+                "unusable documents"
+            )
+        );
+    }
+    line
+}
+
+/// The outcome as one JSON document.
+pub fn json(outcome: &Outcome, mode: &str) -> String {
+    let rows: Vec<_> = outcome
+        .rows
+        .iter()
+        .map(|row| {
+            json!({
+                "object": row.object,
+                "derivedFrom": row.derived_from,
+                "source": row.source.to_string(),
+                "allowed": row.accepted,
+                "message": row.message,
+            })
+        })
+        .collect();
+    let unusable: Vec<_> = outcome
+        .unusable
+        .iter()
+        .map(|u| json!({"source": u.source.to_string(), "reason": u.reason}))
+        .collect();
+    let document = json!({
+        "results": rows,
+        "unusable": unusable,
+        "warnings": outcome.warnings,
+        "mode": mode,
+        "checked": outcome.rows.len(),
+        "rejected": outcome.rejected(),
+        "notCovered": outcome.not_covered,
+    });
+    serde_json::to_string_pretty(&document).unwrap_or_default() + "\n"
+}
+
+/// A bar on standard error, redrawn as the objects of the input are done:
+/// only where standard error is a terminal, never in CI logs, and only for
+/// inputs long enough to wait for.
+pub struct Progress {
+    shown: bool,
+    last: usize,
+}
+
+impl Progress {
+    pub fn new(total_hint: usize) -> Progress {
+        let terminal = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
+        Progress {
+            shown: terminal && total_hint >= 500,
+            last: 0,
+        }
+    }
+
+    pub fn update(&mut self, done: usize, total: usize) {
+        if !self.shown || total == 0 {
+            return;
+        }
+        let percent = done * 100 / total;
+        if percent == self.last && done != total {
+            return;
+        }
+        self.last = percent;
+        let filled = percent * 30 / 100;
+        let mut stderr = std::io::stderr().lock();
+        let _ = write!(
+            stderr,
+            "\rchecking [{}{}] {done}/{total} objects",
+            "#".repeat(filled),
+            " ".repeat(30 - filled)
+        );
+        if done == total {
+            // The bar is gone before the report is printed.
+            let _ = write!(stderr, "\r{}\r", " ".repeat(60));
+        }
+        let _ = stderr.flush();
+    }
+}

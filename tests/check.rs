@@ -1,0 +1,338 @@
+//! `policy-runner check` with the compiled module: the examples, a policy
+//! group, the module's own rules, every kind of bad input, the exit status
+//! and both outputs.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{module_path, root};
+use policy_host::check::{Command, Finished, Format, PolicySource};
+use serde_json::{Value, json};
+
+fn manifest(path: &str) -> PolicySource {
+    let path = root().join(path);
+    let text = std::fs::read_to_string(&path).expect("a manifest");
+    PolicySource::Manifest(path, serde_yaml::from_str(&text).expect("YAML"))
+}
+
+fn settings(json: Value) -> PolicySource {
+    PolicySource::Settings(json)
+}
+
+fn check(
+    module: &Path,
+    policy: PolicySource,
+    inputs: &[&str],
+    format: Format,
+) -> Result<Finished, String> {
+    let command = Command {
+        module: module.to_path_buf(),
+        inputs: inputs
+            .iter()
+            .map(|i| root().join(i).display().to_string())
+            .collect(),
+        policy,
+        namespace: None,
+        kubectl_apply: false,
+        derive: true,
+        format,
+    };
+    command.run(|_, _| {})
+}
+
+fn owner_required() -> PolicySource {
+    settings(json!({"criteria": "containsAllOf", "values": ["example.com/owner"]}))
+}
+
+/// A directory of its own for a test's files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("check-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The README's example: `examples/` under the example policy.
+fn check_the_examples() -> Finished {
+    check(
+        &module_path(),
+        manifest("examples/cluster-admission-policy.yaml"),
+        &["examples"],
+        Format::Table,
+    )
+    .unwrap()
+}
+
+/// The README's example: the Deployment's pod template lacks the owner,
+/// so the Pods its ReplicaSet makes are rejected, and nothing else is.
+#[test]
+fn the_examples_under_the_example_policy() {
+    let finished = check_the_examples();
+    assert_eq!(finished.status, 1, "{}", finished.output);
+    let lines: Vec<&str> = finished.output.lines().collect();
+    assert!(lines[0].starts_with("OBJECT") && lines[0].contains("DERIVED FROM"));
+    let rejected: Vec<&&str> = lines.iter().filter(|l| l.contains(" rejected ")).collect();
+    assert_eq!(rejected.len(), 1, "{}", finished.output);
+    assert!(rejected[0].starts_with("Pod shop/web-"), "{}", rejected[0]);
+    assert!(
+        rejected[0].contains("Deployment shop/web → ReplicaSet shop/web-")
+            && rejected[0].ends_with(r#"lacks required annotations; add "example.com/owner""#),
+        "{}",
+        rejected[0]
+    );
+    assert!(
+        finished.output.contains("monitor mode"),
+        "{}",
+        finished.output
+    );
+    assert!(
+        finished.output.ends_with(
+            "6 objects checked, 1 rejected, 5 left out by the policy's rules or selectors\n"
+        ),
+        "{}",
+        finished.output
+    );
+}
+
+#[test]
+fn json_for_machines() {
+    let finished = check(
+        &module_path(),
+        manifest("examples/cluster-admission-policy.yaml"),
+        &["examples/manifests/web.yaml"],
+        Format::Json,
+    )
+    .unwrap();
+    let report: Value = serde_json::from_str(&finished.output).unwrap();
+    assert_eq!(report["checked"], 3);
+    assert_eq!(report["rejected"], 1);
+    let pod = &report["results"][2];
+    assert_eq!(pod["allowed"], false);
+    assert_eq!(pod["derivedFrom"][0], "Deployment shop/web");
+    assert!(
+        pod["source"].as_str().unwrap().ends_with("web.yaml:4"),
+        "{pod}"
+    );
+    assert!(
+        pod["message"]
+            .as_str()
+            .unwrap()
+            .contains("lacks required annotations")
+    );
+}
+
+/// A group is judged member by member, as its expression calls them; a
+/// rejection says the group's message and each member's.
+#[test]
+fn a_policy_group_with_its_expression() {
+    let dir = scratch("group");
+    std::fs::write(
+        dir.join("debug.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: debugged\n  namespace: shop\n  annotations: {example.com/owner: me, example.com/debug: 'on'}\nspec: {template: {metadata: {}}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: orphan\n  namespace: shop\nspec: {template: {metadata: {}}}\n",
+    )
+    .unwrap();
+    let finished = check(
+        &module_path(),
+        manifest("examples/policy-group.yaml"),
+        &[dir.to_str().unwrap()],
+        Format::Json,
+    )
+    .unwrap();
+    let report: Value = serde_json::from_str(&finished.output).unwrap();
+    let results = report["results"].as_array().unwrap();
+    // The group covers Deployments only.
+    assert_eq!(results.len(), 2, "{report:#}");
+    let debugged = results[0]["message"].as_str().unwrap();
+    assert!(
+        debugged.starts_with(
+            "the object must name an owner and carry no debugging annotation (not_denied: "
+        ) && debugged.contains(r#"remove "example.com/debug""#),
+        "{debugged}"
+    );
+    // `required() && not_denied()`: the orphan fails `required`, and
+    // `not_denied` is never called.
+    let orphan = results[1]["message"].as_str().unwrap();
+    assert!(
+        orphan.contains("(required: ") && !orphan.contains("not_denied"),
+        "{orphan}"
+    );
+    assert_eq!(finished.status, 1);
+}
+
+/// Without a manifest, an annotated module's own rules say what is judged;
+/// a module without metadata judges everything.
+#[test]
+fn the_modules_own_rules_or_every_object() {
+    let everything = check(
+        &module_path(),
+        owner_required(),
+        &["examples/manifests/node-agent.yaml"],
+        Format::Json,
+    )
+    .unwrap();
+    let report: Value = serde_json::from_str(&everything.output).unwrap();
+    assert_eq!(report["checked"], 3, "the ConfigMap too: {report:#}");
+
+    let metadata: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(root().join("metadata.yml")).unwrap())
+            .unwrap();
+    let annotated = scratch("annotated").join("annotated.wasm");
+    std::fs::write(
+        &annotated,
+        with_custom_section(
+            &std::fs::read(module_path()).unwrap(),
+            "io.kubewarden.metadata",
+            &serde_json::to_vec(&metadata).unwrap(),
+        ),
+    )
+    .unwrap();
+    let ruled = check(
+        &annotated,
+        owner_required(),
+        &["examples/manifests/node-agent.yaml"],
+        Format::Json,
+    )
+    .unwrap();
+    let report: Value = serde_json::from_str(&ruled.output).unwrap();
+    assert_eq!(
+        report["checked"], 2,
+        "the DaemonSet and its Pod: {report:#}"
+    );
+    assert_eq!(report["notCovered"], 1);
+}
+
+/// `module` with a custom section appended, as `kwctl annotate` adds its
+/// metadata.
+fn with_custom_section(module: &[u8], name: &str, data: &[u8]) -> Vec<u8> {
+    fn leb128(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n == 0 { byte } else { byte | 0x80 });
+            if n == 0 {
+                break;
+            }
+        }
+    }
+    let mut content = Vec::new();
+    leb128(name.len(), &mut content);
+    content.extend_from_slice(name.as_bytes());
+    content.extend_from_slice(data);
+    let mut out = module.to_vec();
+    out.push(0);
+    leb128(content.len(), &mut out);
+    out.extend(content);
+    out
+}
+
+#[test]
+fn exit_status_zero_when_nothing_is_rejected() {
+    let finished = check(
+        &module_path(),
+        manifest("examples/cluster-admission-policy.yaml"),
+        &[
+            "examples/manifests/node-agent.yaml",
+            "examples/manifests/report.yaml",
+        ],
+        Format::Table,
+    )
+    .unwrap();
+    assert_eq!(finished.status, 0, "{}", finished.output);
+}
+
+/// Every kind of bad input is named with its file and line, and the rest
+/// is still checked; the status is then 2.
+#[test]
+fn unusable_input_is_reported_and_the_rest_checked() {
+    let dir = scratch("bad");
+    std::fs::write(dir.join("a.yaml"), "- not\n- an object\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: fine}\n---\nkind: Pod\nmetadata: {name: x}\n").unwrap();
+    std::fs::write(
+        dir.join("b.yml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: [oops\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("c.json"), "{\"kind\": ").unwrap();
+    std::fs::write(dir.join("ignored.txt"), "not read").unwrap();
+    std::fs::create_dir_all(dir.join("deeper")).unwrap();
+    std::fs::write(
+        dir.join("deeper/d.yaml"),
+        "apiVersion: v1\nkind: List\nitems: 3\n",
+    )
+    .unwrap();
+    let missing = dir.join("missing.yaml");
+    let inputs = [dir.to_str().unwrap(), missing.to_str().unwrap()];
+    let finished = check(&module_path(), owner_required(), &inputs, Format::Table).unwrap();
+    assert_eq!(finished.status, 2, "{}", finished.output);
+    let shown = |file: &str| dir.join(file).display().to_string();
+    for line in [
+        format!("{}:1: not a Kubernetes object: a list", shown("a.yaml")),
+        format!(
+            "{}:8: not a Kubernetes object: no `apiVersion`",
+            shown("a.yaml")
+        ),
+        format!("{}:4: not YAML", shown("b.yml")),
+        format!("{}:1: not JSON", shown("c.json")),
+        format!(
+            "{}:1: a List whose `items` is not a list",
+            shown("deeper/d.yaml")
+        ),
+        format!("{}:1: cannot read", missing.display()),
+    ] {
+        assert!(
+            finished.output.contains(&line),
+            "{line} in:\n{}",
+            finished.output
+        );
+    }
+    assert!(
+        finished.output.contains("ConfigMap default/fine"),
+        "{}",
+        finished.output
+    );
+    assert!(
+        finished
+            .output
+            .ends_with("1 object checked, 1 rejected, 6 unusable documents\n"),
+        "{}",
+        finished.output
+    );
+}
+
+#[test]
+fn unusable_settings_or_policy_check_nothing() {
+    let invalid = settings(json!({"criteria": "containsAllOf", "values": []}));
+    let error = check(&module_path(), invalid, &["examples"], Format::Table).unwrap_err();
+    assert!(
+        error.contains("not valid") && error.contains("`values` is empty"),
+        "{error}"
+    );
+    let not_a_policy = manifest("examples/manifests/web.yaml");
+    let error = check(&module_path(), not_a_policy, &["examples"], Format::Table).unwrap_err();
+    assert!(
+        error.contains("not a Kubewarden policy manifest"),
+        "{error}"
+    );
+    let error = check(
+        &root().join("README.md"),
+        owner_required(),
+        &["examples"],
+        Format::Table,
+    )
+    .unwrap_err();
+    assert!(
+        error.contains("cannot load the module") || error.contains("not a WebAssembly module"),
+        "{error}"
+    );
+}
+
+/// The README shows the check of the examples as it prints.
+#[test]
+fn the_readme_shows_what_the_check_prints() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let command = "$ policy-runner check annotated-policy.wasm --policy examples/cluster-admission-policy.yaml examples/\n";
+    let start = readme.find(command).expect("the README's example") + command.len();
+    let shown = &readme[start..start + readme[start..].find("```").unwrap()];
+    let finished = check_the_examples();
+    assert_eq!(shown, finished.output);
+}
