@@ -102,7 +102,7 @@ pub fn describe(object: &Value) -> String {
 fn admitted(manifest: &Value, admission: &Admission) -> Value {
     let mut object = manifest.clone();
     let kind = object["kind"].as_str().unwrap_or_default().to_string();
-    if admission.kubectl_apply && !annotations(&object).contains_key(LAST_APPLIED) {
+    if admission.kubectl_apply && annotation(&object, LAST_APPLIED).is_none() {
         // kubectl records the manifest as given, without this annotation.
         let text = serde_json::to_string(manifest).unwrap_or_default() + "\n";
         annotations_mut(&mut object).insert(LAST_APPLIED.into(), text.into());
@@ -115,7 +115,7 @@ fn admitted(manifest: &Value, admission: &Admission) -> Value {
         let prefix = metadata["generateName"].as_str().unwrap_or("").to_string();
         metadata.insert("name".into(), format!("{prefix}x7k2p").into());
     }
-    if kind == "DaemonSet" && !annotations(&object).contains_key(TEMPLATE_GENERATION) {
+    if kind == "DaemonSet" && annotation(&object, TEMPLATE_GENERATION).is_none() {
         annotations_mut(&mut object).insert(TEMPLATE_GENERATION.into(), "1".into());
     }
     object
@@ -144,16 +144,12 @@ fn deployment_replicaset(deployment: &Value) -> Value {
             "25%",
         ),
     };
-    let revision = annotations(deployment)
-        .get(REVISION)
+    let revision = annotation(deployment, REVISION)
         .and_then(Value::as_str)
         .and_then(|r| r.parse::<u64>().ok())
         .map_or(1, |r| r + 1);
-    let mut annotations: Map<String, Value> = annotations(deployment)
-        .iter()
-        .filter(|(key, _)| !NOT_COPIED.contains(&key.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let mut annotations = annotations(deployment);
+    annotations.retain(|key, _| !NOT_COPIED.contains(&key.as_str()));
     annotations.insert(REVISION.into(), revision.to_string().into());
     annotations.insert(
         "deployment.kubernetes.io/desired-replicas".into(),
@@ -187,10 +183,7 @@ fn deployment_replicaset(deployment: &Value) -> Value {
 
 fn cronjob_job(cronjob: &Value) -> Value {
     let template = &cronjob["spec"]["jobTemplate"];
-    let mut annotations = template["metadata"]["annotations"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
+    let mut annotations = annotations(template);
     annotations.insert(
         "batch.kubernetes.io/cronjob-scheduled-timestamp".into(),
         "2026-12-02T12:00:00Z".into(),
@@ -214,10 +207,7 @@ fn cronjob_job(cronjob: &Value) -> Value {
 /// StatefulSet's Pods are named by their ordinal.
 fn pod(workload: &Value, ordinal: Option<&str>) -> Value {
     let template = &workload["spec"]["template"];
-    let mut annotations = template["metadata"]["annotations"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
+    let mut annotations = annotations(template);
     if workload["kind"] == "Job" && workload["spec"]["completionMode"] == "Indexed" {
         annotations.insert(
             "batch.kubernetes.io/job-completion-index".into(),
@@ -289,6 +279,13 @@ fn template_hash(template: &Value) -> String {
         .collect()
 }
 
+/// One annotation of `object` (or of a template), looked up in place.
+fn annotation<'v>(object: &'v Value, key: &str) -> Option<&'v Value> {
+    object["metadata"]["annotations"].get(key)
+}
+
+/// A copy of the annotations of `object` (or of a template), to build a
+/// derived object's from.
 fn annotations(object: &Value) -> Map<String, Value> {
     object["metadata"]["annotations"]
         .as_object()
