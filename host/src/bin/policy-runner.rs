@@ -214,31 +214,11 @@ fn run_manifest(module: &Path, manifest: &Path, options: &Options) -> Result<Exi
 /// The settings of each policy a manifest declares, by member name (the
 /// policy's own name for a single policy).
 fn policy_settings(manifest: &Value) -> Result<Vec<(String, Value)>, String> {
-    let kind = manifest["kind"].as_str().unwrap_or_default();
-    let spec = &manifest["spec"];
-    let settings_of = |policy: &Value| match &policy["settings"] {
-        Value::Null => Value::Object(Default::default()),
-        settings => settings.clone(),
-    };
-    match kind {
-        "ClusterAdmissionPolicy" | "AdmissionPolicy" => {
-            let name = manifest["metadata"]["name"]
-                .as_str()
-                .unwrap_or(kind)
-                .to_string();
-            Ok(vec![(name, settings_of(spec))])
-        }
-        "ClusterAdmissionPolicyGroup" | "AdmissionPolicyGroup" => {
-            let members = spec["policies"]
-                .as_object()
-                .ok_or_else(|| format!("{kind} without spec.policies"))?;
-            Ok(members
-                .iter()
-                .map(|(n, p)| (n.clone(), settings_of(p)))
-                .collect())
-        }
-        other => Err(format!("not a Kubewarden policy manifest (kind {other:?})")),
-    }
+    use policy_host::check::policies::{Declared, manifest_name};
+    Ok(match Declared::read(manifest)? {
+        Declared::Policy(settings) => vec![(manifest_name(manifest), settings)],
+        Declared::Group(members) => members,
+    })
 }
 
 fn load(module: &Path) -> Result<Policy, String> {

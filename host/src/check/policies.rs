@@ -156,25 +156,10 @@ impl Policy {
     pub fn from_manifest(manifest: &Value) -> Result<Policy, String> {
         let kind = manifest["kind"].as_str().unwrap_or_default();
         let spec = &manifest["spec"];
-        let name = manifest["metadata"]["name"]
-            .as_str()
-            .unwrap_or(kind)
-            .to_string();
-        let settings = |policy: &Value| match &policy["settings"] {
-            Value::Null => Value::Object(Default::default()),
-            settings => settings.clone(),
-        };
-        let judge = match kind {
-            "ClusterAdmissionPolicy" | "AdmissionPolicy" => Judge::Single {
-                settings: settings(spec),
-            },
-            "ClusterAdmissionPolicyGroup" | "AdmissionPolicyGroup" => {
-                let members: Vec<(String, Value)> = spec["policies"]
-                    .as_object()
-                    .ok_or_else(|| format!("{kind} {name} has no `spec.policies`"))?
-                    .iter()
-                    .map(|(member, policy)| (member.clone(), settings(policy)))
-                    .collect();
+        let name = manifest_name(manifest);
+        let judge = match Declared::read(manifest)? {
+            Declared::Policy(settings) => Judge::Single { settings },
+            Declared::Group(members) => {
                 let text = spec["expression"]
                     .as_str()
                     .ok_or_else(|| format!("{kind} {name} has no `spec.expression`"))?;
@@ -186,13 +171,6 @@ impl Policy {
                     expression,
                     message: spec["message"].as_str().unwrap_or_default().to_string(),
                 }
-            }
-            other => {
-                return Err(format!(
-                    "not a Kubewarden policy manifest (kind {other:?}); expected a \
-                     ClusterAdmissionPolicy, AdmissionPolicy, ClusterAdmissionPolicyGroup or \
-                     AdmissionPolicyGroup"
-                ));
             }
         };
         let rules = spec["rules"]
@@ -277,6 +255,56 @@ impl Policy {
         }
         scope
     }
+}
+
+/// The policies a Kubewarden manifest declares, each with its settings
+/// (`{}` where the manifest gives none): what `check` applies and the
+/// runner's `manifest` validates.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Declared {
+    /// A ClusterAdmissionPolicy's or AdmissionPolicy's settings.
+    Policy(Value),
+    /// A policy group's members, by name.
+    Group(Vec<(String, Value)>),
+}
+
+impl Declared {
+    pub fn read(manifest: &Value) -> Result<Declared, String> {
+        let kind = manifest["kind"].as_str().unwrap_or_default();
+        let spec = &manifest["spec"];
+        let settings = |policy: &Value| match &policy["settings"] {
+            Value::Null => Value::Object(Default::default()),
+            settings => settings.clone(),
+        };
+        match kind {
+            "ClusterAdmissionPolicy" | "AdmissionPolicy" => Ok(Declared::Policy(settings(spec))),
+            "ClusterAdmissionPolicyGroup" | "AdmissionPolicyGroup" => {
+                let members = spec["policies"].as_object().ok_or_else(|| {
+                    format!("{kind} {} has no `spec.policies`", manifest_name(manifest))
+                })?;
+                Ok(Declared::Group(
+                    members
+                        .iter()
+                        .map(|(member, policy)| (member.clone(), settings(policy)))
+                        .collect(),
+                ))
+            }
+            other => Err(format!(
+                "not a Kubewarden policy manifest (kind {other:?}); expected a \
+                 ClusterAdmissionPolicy, AdmissionPolicy, ClusterAdmissionPolicyGroup or \
+                 AdmissionPolicyGroup"
+            )),
+        }
+    }
+}
+
+/// A manifest's `metadata.name`, or its kind when it has none.
+pub fn manifest_name(manifest: &Value) -> String {
+    let kind = manifest["kind"].as_str().unwrap_or_default();
+    manifest["metadata"]["name"]
+        .as_str()
+        .unwrap_or(kind)
+        .to_string()
 }
 
 /// The rules in a module's Kubewarden metadata, if `kwctl annotate` wrote
@@ -378,6 +406,30 @@ mod tests {
         .unwrap();
         assert_eq!(scope(&namespaced, &pod("shop", json!({}))), Scope::In);
         assert_eq!(scope(&namespaced, &pod("web", json!({}))), Scope::Out);
+    }
+
+    /// Settings left out are `{}`, as policy-server sends them; a group's
+    /// members keep their names.
+    #[test]
+    fn what_a_manifest_declares() {
+        let single = json!({"kind": "AdmissionPolicy", "metadata": {"name": "p"}, "spec": {}});
+        assert_eq!(Declared::read(&single), Ok(Declared::Policy(json!({}))));
+        assert_eq!(manifest_name(&single), "p");
+        let group = json!({
+            "kind": "ClusterAdmissionPolicyGroup",
+            "spec": {"policies": {"b": {"settings": {"x": 1}}, "a": {}}},
+        });
+        assert_eq!(
+            Declared::read(&group),
+            Ok(Declared::Group(vec![
+                ("a".to_string(), json!({})),
+                ("b".to_string(), json!({"x": 1})),
+            ]))
+        );
+        assert_eq!(manifest_name(&group), "ClusterAdmissionPolicyGroup");
+        let error =
+            Declared::read(&json!({"kind": "AdmissionPolicyGroup", "spec": {}})).unwrap_err();
+        assert!(error.contains("has no `spec.policies`"), "{error}");
     }
 
     #[test]
