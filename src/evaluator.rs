@@ -31,11 +31,11 @@ pub enum Violation<'k> {
     ContainsAllOf { missing: Vec<&'k str> },
     /// Every value is present.
     DoesNotContainAllOf,
-    /// Every key is listed: these are the keys found; `some_kubernetes`
-    /// when some of them count only as keys Kubernetes writes itself.
+    /// Every key is listed: these are the keys found, those a value lists
+    /// and those Kubernetes writes itself.
     ContainsOtherThan {
-        found: Vec<&'k str>,
-        some_kubernetes: bool,
+        listed: Vec<&'k str>,
+        kubernetes: Vec<&'k str>,
     },
     /// These keys are not listed.
     DoesNotContainOtherThan { unlisted: Vec<&'k str> },
@@ -87,19 +87,19 @@ where
             (!keys.any(|k| values.is_listed(k))).then_some(Violation::ContainsAnyOf)
         }
         Criterion::ContainsOtherThan => {
-            let (mut found, mut some_kubernetes) = (Vec::new(), false);
+            let (mut listed, mut kubernetes) = (Vec::new(), Vec::new());
             for key in keys {
-                if !values.is_listed(key) {
-                    if !bookkeeping.counts_as_listed(key) {
-                        return Verdict::Accepted;
-                    }
-                    some_kubernetes = true;
+                if values.is_listed(key) {
+                    listed.push(key);
+                } else if bookkeeping.counts_as_listed(key) {
+                    kubernetes.push(key);
+                } else {
+                    return Verdict::Accepted;
                 }
-                found.push(key);
             }
             Some(Violation::ContainsOtherThan {
-                found: sorted(found),
-                some_kubernetes,
+                listed: sorted(listed),
+                kubernetes: sorted(kubernetes),
             })
         }
         Criterion::DoesNotContainAnyOf => {
@@ -223,8 +223,8 @@ pub mod oracle {
             },
             Criterion::DoesNotContainAllOf => Violation::DoesNotContainAllOf,
             Criterion::ContainsOtherThan => Violation::ContainsOtherThan {
-                found: names(k.iter().collect()),
-                some_kubernetes: k.iter().any(|key| !listed(&key)),
+                listed: names(k.iter().filter(listed).collect()),
+                kubernetes: names(k.iter().filter(|key| !listed(key)).collect()),
             },
             Criterion::DoesNotContainOtherThan => Violation::DoesNotContainOtherThan {
                 unlisted: names(k.iter().filter(|key| !counted(key)).collect()),
@@ -344,8 +344,8 @@ mod tests {
                 ContainsOtherThan,
                 &["c", "a", "c"],
                 Violation::ContainsOtherThan {
-                    found: vec!["a", "c"],
-                    some_kubernetes: false,
+                    listed: vec!["a", "c"],
+                    kubernetes: vec![],
                 },
             ),
             (
@@ -438,12 +438,8 @@ mod tests {
         assert_eq!(
             evaluate(ContainsOtherThan, &v, Listed, keys),
             Verdict::Rejected(Violation::ContainsOtherThan {
-                found: vec![
-                    "a",
-                    "kubectl.kubernetes.io/restartedAt",
-                    "kubernetes.io/limit-ranger",
-                ],
-                some_kubernetes: true,
+                listed: vec!["a", "kubectl.kubernetes.io/restartedAt"],
+                kubernetes: vec!["kubernetes.io/limit-ranger"],
             })
         );
         assert_eq!(

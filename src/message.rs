@@ -153,24 +153,26 @@ pub fn rejection(subject: &Subject, values: &[String], violation: &Violation) ->
              remove at least one of them"
         ),
         // containsOtherThan
-        Violation::ContainsOtherThan { found, .. } if found.is_empty() => write!(
-            out,
-            "{subject} has no annotations; it needs at least one annotation other than {values}"
-        ),
-        Violation::ContainsOtherThan {
-            found,
-            some_kubernetes,
-        } => {
-            // Kubernetes' own keys are said not to count, not named apart.
-            let own = match some_kubernetes {
-                true => " and those Kubernetes writes itself",
-                false => "",
+        Violation::ContainsOtherThan { listed, kubernetes } => {
+            // One sorted list of what the object carries; Kubernetes' own
+            // keys are said not to count, rather than listed twice.
+            let mut found: Vec<&str> = listed.iter().chain(kubernetes).copied().collect();
+            found.sort_unstable();
+            let own = match kubernetes.is_empty() {
+                true => "",
+                false => " and those Kubernetes writes itself",
             };
-            write!(
-                out,
-                "{subject} carries only the annotations {}; it needs at least one annotation other than {values}{own}",
-                names(found)
-            )
+            match found.is_empty() {
+                true => write!(
+                    out,
+                    "{subject} has no annotations; it needs at least one annotation other than {values}"
+                ),
+                false => write!(
+                    out,
+                    "{subject} carries only the annotations {}; it needs at least one annotation other than {values}{own}",
+                    names(&found)
+                ),
+            }
         }
         // doesNotContainOtherThan
         Violation::DoesNotContainOtherThan { unlisted } => write!(
@@ -227,26 +229,25 @@ mod tests {
             ),
             (
                 Violation::ContainsOtherThan {
-                    found: vec![],
-                    some_kubernetes: false,
+                    listed: vec![],
+                    kubernetes: vec![],
                 },
                 r#"Pod "default/web" has no annotations; it needs at least one annotation other than "a", "b""#,
             ),
             (
                 Violation::ContainsOtherThan {
-                    found: vec!["a"],
-                    some_kubernetes: false,
+                    listed: vec!["a"],
+                    kubernetes: vec![],
                 },
                 r#"Pod "default/web" carries only the annotations "a"; it needs at least one annotation other than "a", "b""#,
             ),
             (
                 Violation::ContainsOtherThan {
-                    found: vec![
-                        "b",
+                    listed: vec!["b"],
+                    kubernetes: vec![
                         "deprecated.daemonset.template.generation",
                         "kubernetes.io/psp",
                     ],
-                    some_kubernetes: true,
                 },
                 r#"Pod "default/web" carries only the annotations "b", "deprecated.daemonset.template.generation", "kubernetes.io/psp"; it needs at least one annotation other than "a", "b" and those Kubernetes writes itself"#,
             ),
@@ -398,7 +399,7 @@ mod tests {
                 Criterion::ContainsAllOf => Violation::ContainsAllOf { missing: keys },
                 Criterion::DoesNotContainAllOf => Violation::DoesNotContainAllOf,
                 Criterion::ContainsOtherThan => {
-                    Violation::ContainsOtherThan { found: keys, some_kubernetes: true }
+                    Violation::ContainsOtherThan { listed: keys.clone(), kubernetes: keys }
                 }
                 Criterion::DoesNotContainOtherThan => {
                     Violation::DoesNotContainOtherThan { unlisted: keys }
