@@ -6,7 +6,7 @@
 //! updates of custom resources ("ratcheting"): it passes when it adds no
 //! fault of its own, and it can never make an object worse.
 
-use crate::evaluator::{self, Verdict, Violation};
+use crate::evaluator::{Verdict, Violation};
 use crate::request;
 use crate::settings::Settings;
 
@@ -17,8 +17,7 @@ pub fn excused(settings: &Settings, new: &Violation, old_object: &[u8]) -> bool 
     let Ok(old) = request::decode_object(old_object) else {
         return false;
     };
-    let values = &settings.values;
-    match evaluator::evaluate(settings.criterion, values, settings.bookkeeping, old.keys()) {
+    match settings.judge(old.keys()) {
         Verdict::Rejected(old) => adds_nothing(new, &old),
         Verdict::Accepted => false,
     }
@@ -74,13 +73,7 @@ mod tests {
 
     /// Judges an update from `old` keys to `new` keys the way `decide` does.
     fn update_passes(settings: &Settings, old: &[&str], new: &[&str]) -> bool {
-        let new = new.iter().copied();
-        match evaluator::evaluate(
-            settings.criterion,
-            &settings.values,
-            settings.bookkeeping,
-            new,
-        ) {
+        match settings.judge(new.iter().copied()) {
             Verdict::Accepted => true,
             Verdict::Rejected(violation) => excused(settings, &violation, object(old).as_bytes()),
         }

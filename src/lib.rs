@@ -58,10 +58,7 @@ pub fn decide(payload: &[u8]) -> Result<(), String> {
     }
     settings::with_cached(payload.settings.unwrap_or(b"null"), |settings| {
         let settings = settings.map_err(str::to_owned)?;
-        let (criterion, values) = (settings.criterion, &settings.values);
-        let Verdict::Rejected(violation) =
-            evaluator::evaluate(criterion, values, settings.bookkeeping, object.keys())
-        else {
+        let Verdict::Rejected(violation) = settings.judge(object.keys()) else {
             return Ok(());
         };
         // Only now is the old object read, and only for an update.

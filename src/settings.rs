@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use crate::bookkeeping::Bookkeeping;
 use crate::bytes;
 use crate::criterion::Criterion;
+use crate::evaluator::{self, Verdict};
 use crate::json::{self, Reader};
 use crate::message::List;
 use crate::pattern;
@@ -127,6 +128,11 @@ fn read_flag(r: &mut Reader, field: &mut Option<bool>, name: &str) -> json::Resu
 }
 
 impl Settings {
+    /// Judges an object's annotation keys under these settings.
+    pub fn judge<'k>(&'k self, keys: impl IntoIterator<Item = &'k str>) -> Verdict<'k> {
+        evaluator::evaluate(self.criterion, &self.values, self.bookkeeping, keys)
+    }
+
     /// Parses and validates the JSON settings; the error is the message shown
     /// to the user.
     pub fn from_json(json: &[u8]) -> Result<Settings, String> {
