@@ -192,17 +192,20 @@ ALLOWLIST='{"criteria":"doesNotContainOtherThan","values":["example.com/*"]}'
 HELM_ALLOWLIST='{"criteria":"doesNotContainOtherThan","values":["example.com/*","meta.helm.sh/release-name","meta.helm.sh/release-namespace"]}'
 DENYLIST='{"criteria":"doesNotContainAnyOf","values":["example.com/debug","example.com/skip-*"]}'
 
+# The requests named *-forges-* are a user's, setting a key that only the
+# kubelet or no one in Kubernetes writes: the allowlist refuses them (below).
 @test "a cluster's own requests, in order, all accepted under the recommended settings" {
   for request in test_data/cluster/*.json; do
-    allowlist="$ALLOWLIST"
+    all=("$DENYLIST")
+    if ! grep -q '^  "namespace": "kube-system"' "$request"; then
+      all+=("$OWNER_REQUIRED")
+    fi
     if grep -q '"meta.helm.sh/release-name":' "$request"; then
-      allowlist="$HELM_ALLOWLIST"
+      all+=("$HELM_ALLOWLIST")
+    elif [[ "$request" != *-forges-* ]]; then
+      all+=("$ALLOWLIST")
     fi
-    owner="$OWNER_REQUIRED"
-    if grep -q '^  "namespace": "kube-system"' "$request"; then
-      owner=""
-    fi
-    for settings in $owner "$allowlist" "$DENYLIST"; do
+    for settings in "${all[@]}"; do
       policy "cluster/$(basename "$request")" --settings-json "$settings"
       if ! accepted; then
         echo "rejected: $request under $settings: $output $stderr"
@@ -224,6 +227,31 @@ DENYLIST='{"criteria":"doesNotContainAnyOf","values":["example.com/debug","examp
   accepted
   policy cluster/13-daemonset-create-kubectl-apply.json --settings-json '{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowKubernetesBookkeeping":false}'
   rejected_with 'DaemonSet \"monitoring/node-exporter\" carries annotations outside the allowed list \"example.com/*\"; remove \"deprecated.daemonset.template.generation\", \"kubectl.kubernetes.io/last-applied-configuration\"'
+}
+
+@test "an allowlist of the user's prefix refuses a user's mirror Pod and a forced rollback, naming the key" {
+  policy cluster/31-pod-create-user-forges-mirror-pod.json --settings-json "$ALLOWLIST"
+  rejected_with 'Pod \"shop/debug-shell\" carries annotations outside the allowed list \"example.com/*\"; remove \"kubernetes.io/config.mirror\"'
+  policy cluster/34-deployment-update-user-forges-rollback.json --settings-json "$ALLOWLIST"
+  rejected_with 'Deployment \"shop/frontend\" carries annotations outside the allowed list \"example.com/*\"; remove \"deprecated.deployment.rollback.to\"'
+}
+
+@test "the kubelet's keys count from a node and on an update of a Pod that had them" {
+  policy cluster/32-pod-create-kubelet-mirror-pod-covered-namespace.json --settings-json "$ALLOWLIST"
+  accepted
+  policy cluster/33-pod-update-administrator-labels-mirror-pod.json --settings-json "$ALLOWLIST"
+  accepted
+  policy cluster/33-pod-update-administrator-labels-mirror-pod.json --settings-json '{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowExistingViolations":false}'
+  accepted
+  policy cluster/32-pod-create-kubelet-mirror-pod-covered-namespace.json --settings-json '{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowKubernetesBookkeeping":false}'
+  rejected_with 'remove \"kubernetes.io/config.hash\", \"kubernetes.io/config.mirror\", \"kubernetes.io/config.seen\", \"kubernetes.io/config.source\"'
+}
+
+@test "an AppArmor key that restates the Pod's field counts as Kubernetes' own" {
+  policy cluster/35-pod-create-replicaset-controller-apparmor-1.33.json --settings-json "$ALLOWLIST"
+  accepted
+  policy cluster/35-pod-create-replicaset-controller-apparmor-1.33.json --settings-json '{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowKubernetesBookkeeping":false}'
+  rejected_with 'remove \"container.apparmor.security.beta.kubernetes.io/frontend\"'
 }
 
 @test "an explicit denylist still forbids one of Kubernetes' keys" {

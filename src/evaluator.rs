@@ -7,9 +7,10 @@
 //! when some key matches it; with exact names only, that is plain set
 //! arithmetic. The two criteria that judge the keys outside the values also
 //! count Kubernetes' own keys as listed, unless `Bookkeeping::Judged` says
-//! otherwise (see `bookkeeping`).
+//! otherwise: those Kubernetes could have written in the request that
+//! `Provenance` speaks of (see `bookkeeping`).
 
-use crate::bookkeeping::Bookkeeping;
+use crate::bookkeeping::{Bookkeeping, Provenance};
 use crate::criterion::Criterion;
 use crate::values::Values;
 
@@ -53,33 +54,22 @@ impl Violation<'_> {
             Violation::DoesNotContainOtherThan { .. } => Criterion::DoesNotContainOtherThan,
         }
     }
-
-    /// The keys or values at fault, for the criteria that name them; the
-    /// other three fail all or nothing, and name none.
-    pub fn faults(&self) -> &[&str] {
-        match self {
-            Violation::DoesNotContainAnyOf { forbidden: faults }
-            | Violation::ContainsAllOf { missing: faults }
-            | Violation::DoesNotContainOtherThan { unlisted: faults } => faults,
-            Violation::ContainsAnyOf
-            | Violation::DoesNotContainAllOf
-            | Violation::ContainsOtherThan { .. } => &[],
-        }
-    }
 }
 
 /// Judges `keys` against `values`. Keys compare exactly, as Kubernetes map
 /// keys do; duplicate keys count once. A key is looked for among the values
 /// first, so that keys the values list cost what they did before
 /// `bookkeeping` existed.
-pub fn evaluate<'k, I>(
+pub fn evaluate<'k, I, P>(
     criterion: Criterion,
     values: &'k Values,
     bookkeeping: Bookkeeping,
+    provenance: &P,
     keys: I,
 ) -> Verdict<'k>
 where
     I: IntoIterator<Item = &'k str>,
+    P: Provenance + ?Sized,
 {
     let mut keys = keys.into_iter();
     let violation = match criterion {
@@ -91,7 +81,7 @@ where
             for key in keys {
                 if values.is_listed(key) {
                     listed.push(key);
-                } else if bookkeeping.counts_as_listed(key) {
+                } else if bookkeeping.counts_as_listed(key, provenance) {
                     kubernetes.push(key);
                 } else {
                     return Verdict::Accepted;
@@ -107,8 +97,8 @@ where
             (!forbidden.is_empty()).then_some(Violation::DoesNotContainAnyOf { forbidden })
         }
         Criterion::DoesNotContainOtherThan => {
-            let unlisted =
-                keys.filter(|k| !values.is_listed(k) && !bookkeeping.counts_as_listed(k));
+            let unlisted = keys
+                .filter(|k| !values.is_listed(k) && !bookkeeping.counts_as_listed(k, provenance));
             let unlisted = sorted(unlisted.collect());
             (!unlisted.is_empty()).then_some(Violation::DoesNotContainOtherThan { unlisted })
         }
@@ -166,7 +156,7 @@ pub mod oracle {
     use std::collections::BTreeSet;
 
     use super::{Criterion, Violation};
-    use crate::bookkeeping::{self, Bookkeeping};
+    use crate::bookkeeping::{self, Bookkeeping, Provenance};
     use crate::pattern;
 
     /// Whether `value` (an exact name, or a pattern) matches `key`.
@@ -179,8 +169,9 @@ pub mod oracle {
 
     /// Whether Kubernetes' own `key` counts as listed for the criteria that
     /// judge the keys outside the values.
-    fn kubernetes(bookkeeping: Bookkeeping, key: &str) -> bool {
-        bookkeeping == Bookkeeping::Listed && bookkeeping::oracle::written_by_kubernetes(key)
+    fn kubernetes(bookkeeping: Bookkeeping, provenance: &dyn Provenance, key: &str) -> bool {
+        bookkeeping == Bookkeeping::Listed
+            && bookkeeping::oracle::written_by_kubernetes(key, provenance)
     }
 
     pub fn accepts(
@@ -188,9 +179,10 @@ pub mod oracle {
         k: &BTreeSet<String>,
         v: &BTreeSet<String>,
         bookkeeping: Bookkeeping,
+        provenance: &dyn Provenance,
     ) -> bool {
         let listed = |key: &String| v.iter().any(|value| matches(value, key));
-        let counted = |key: &String| listed(key) || kubernetes(bookkeeping, key);
+        let counted = |key: &String| listed(key) || kubernetes(bookkeeping, provenance, key);
         let present = |value: &String| k.iter().any(|key| matches(value, key));
         match criterion {
             Criterion::ContainsAnyOf => k.iter().any(listed),
@@ -208,9 +200,10 @@ pub mod oracle {
         k: &'a BTreeSet<String>,
         v: &'a BTreeSet<String>,
         bookkeeping: Bookkeeping,
+        provenance: &dyn Provenance,
     ) -> Violation<'a> {
         let listed = |key: &&String| v.iter().any(|value| matches(value, key));
-        let counted = |key: &&String| listed(key) || kubernetes(bookkeeping, key);
+        let counted = |key: &&String| listed(key) || kubernetes(bookkeeping, provenance, key);
         let present = |value: &&String| k.iter().any(|key| matches(value, key));
         let names = |set: Vec<&'a String>| set.into_iter().map(String::as_str).collect();
         match criterion {
@@ -243,10 +236,12 @@ pub mod oracle {
         new: &BTreeSet<String>,
         v: &BTreeSet<String>,
         bookkeeping: Bookkeeping,
+        provenance: &dyn Provenance,
+        old_provenance: &dyn Provenance,
     ) -> bool {
-        let fails = |keys| !accepts(criterion, keys, v, bookkeeping);
-        // Written out here rather than taken from `Violation::faults`, which
-        // this rule is there to check.
+        let fails = !accepts(criterion, old, v, bookkeeping, old_provenance);
+        // Written out here rather than taken from `existing_violations::faults`,
+        // which this rule is there to check.
         fn faults(violation: Violation<'_>) -> BTreeSet<&str> {
             match violation {
                 Violation::DoesNotContainAnyOf { forbidden: keys }
@@ -259,8 +254,9 @@ pub mod oracle {
                 | Violation::ContainsOtherThan { .. } => BTreeSet::new(),
             }
         }
-        let faults_of = |keys| faults(violation(criterion, keys, v, bookkeeping));
-        fails(old) && faults_of(new).is_subset(&faults_of(old))
+        let faults_of =
+            |keys, provenance| faults(violation(criterion, keys, v, bookkeeping, provenance));
+        fails && faults_of(new, provenance).is_subset(&faults_of(old, old_provenance))
     }
 }
 
@@ -273,6 +269,7 @@ mod tests {
 
     use proptest::prelude::*;
 
+    use crate::bookkeeping::Unknown;
     use Bookkeeping::{Judged, Listed};
 
     use Criterion::*;
@@ -282,7 +279,7 @@ mod tests {
     }
 
     fn accepted(criterion: Criterion, values: &Values, keys: &[&str]) -> bool {
-        evaluate(criterion, values, Listed, keys.iter().copied()) == Verdict::Accepted
+        evaluate(criterion, values, Listed, &Unknown, keys.iter().copied()) == Verdict::Accepted
     }
 
     /// The specification's truth tables for `values: [a, b]`, all 48 cells;
@@ -359,7 +356,7 @@ mod tests {
         for (criterion, keys, violation) in cases {
             assert_eq!(violation.criterion(), criterion);
             assert_eq!(
-                evaluate(criterion, &v, Listed, keys.iter().copied()),
+                evaluate(criterion, &v, Listed, &Unknown, keys.iter().copied()),
                 Verdict::Rejected(violation),
                 "{criterion}"
             );
@@ -383,13 +380,25 @@ mod tests {
         "[a-e]{1,2}"
     }
 
-    /// Kubernetes' own keys, and one that only looks like them.
-    const KUBERNETES_KEYS: [&str; 4] = [
+    /// Kubernetes' own keys, one that only a node writes, and one that only
+    /// looks like them.
+    const KUBERNETES_KEYS: [&str; 5] = [
         "kubernetes.io/limit-ranger",
         "kubectl.kubernetes.io/restartedAt",
         "deprecated.daemonset.template.generation",
+        "kubernetes.io/config.mirror",
         "kubernetes.io/limit-rangers",
     ];
+
+    /// A request whose sender could, or could not, have written every key
+    /// that names its writer.
+    struct Wrote(bool);
+
+    impl Provenance for Wrote {
+        fn could_have_written(&self, _: crate::bookkeeping::Writer, _: &str) -> bool {
+            self.0
+        }
+    }
 
     /// Mostly names from the small alphabet, now and then one of Kubernetes'.
     fn key() -> impl Strategy<Value = String> {
@@ -417,13 +426,13 @@ mod tests {
         let v = values(&["example.com/*"]);
         let keys = ["example.com/owner", "kubernetes.io/limit-ranger", "zone"];
         assert_eq!(
-            evaluate(DoesNotContainOtherThan, &v, Listed, keys),
+            evaluate(DoesNotContainOtherThan, &v, Listed, &Unknown, keys),
             Verdict::Rejected(Violation::DoesNotContainOtherThan {
                 unlisted: vec!["zone"]
             })
         );
         assert_eq!(
-            evaluate(DoesNotContainOtherThan, &v, Judged, keys),
+            evaluate(DoesNotContainOtherThan, &v, Judged, &Unknown, keys),
             Verdict::Rejected(Violation::DoesNotContainOtherThan {
                 unlisted: vec!["kubernetes.io/limit-ranger", "zone"]
             })
@@ -436,14 +445,14 @@ mod tests {
             "kubectl.kubernetes.io/restartedAt",
         ];
         assert_eq!(
-            evaluate(ContainsOtherThan, &v, Listed, keys),
+            evaluate(ContainsOtherThan, &v, Listed, &Unknown, keys),
             Verdict::Rejected(Violation::ContainsOtherThan {
                 listed: vec!["a", "kubectl.kubernetes.io/restartedAt"],
                 kubernetes: vec!["kubernetes.io/limit-ranger"],
             })
         );
         assert_eq!(
-            evaluate(ContainsOtherThan, &v, Judged, keys),
+            evaluate(ContainsOtherThan, &v, Judged, &Unknown, keys),
             Verdict::Accepted
         );
         // The other criteria look only for the values, named or not.
@@ -451,13 +460,13 @@ mod tests {
         let keys = ["kubernetes.io/change-cause"];
         for bookkeeping in [Listed, Judged] {
             assert_eq!(
-                evaluate(DoesNotContainAnyOf, &v, bookkeeping, keys),
+                evaluate(DoesNotContainAnyOf, &v, bookkeeping, &Unknown, keys),
                 Verdict::Rejected(Violation::DoesNotContainAnyOf {
                     forbidden: vec!["kubernetes.io/change-cause"]
                 })
             );
             assert_eq!(
-                evaluate(ContainsAllOf, &v, bookkeeping, keys),
+                evaluate(ContainsAllOf, &v, bookkeeping, &Unknown, keys),
                 Verdict::Accepted
             );
             assert_eq!(
@@ -465,11 +474,41 @@ mod tests {
                     ContainsAnyOf,
                     &v,
                     bookkeeping,
+                    &Unknown,
                     ["kubernetes.io/limit-ranger"]
                 ),
                 Verdict::Rejected(Violation::ContainsAnyOf)
             );
         }
+    }
+
+    /// A key that names its writer counts only where the request says that
+    /// writer could have written it.
+    #[test]
+    fn a_key_with_a_writer_counts_only_from_that_writer() {
+        let v = values(&["example.com/*"]);
+        let keys = ["example.com/owner", "kubernetes.io/config.mirror"];
+        assert_eq!(
+            evaluate(DoesNotContainOtherThan, &v, Listed, &Wrote(true), keys),
+            Verdict::Accepted
+        );
+        assert_eq!(
+            evaluate(DoesNotContainOtherThan, &v, Listed, &Wrote(false), keys),
+            Verdict::Rejected(Violation::DoesNotContainOtherThan {
+                unlisted: vec!["kubernetes.io/config.mirror"]
+            })
+        );
+        assert_eq!(
+            evaluate(ContainsOtherThan, &v, Listed, &Wrote(true), keys),
+            Verdict::Rejected(Violation::ContainsOtherThan {
+                listed: vec!["example.com/owner"],
+                kubernetes: vec!["kubernetes.io/config.mirror"],
+            })
+        );
+        assert_eq!(
+            evaluate(ContainsOtherThan, &v, Listed, &Wrote(false), keys),
+            Verdict::Accepted
+        );
     }
 
     #[test]
@@ -501,7 +540,7 @@ mod tests {
         ];
         for (criterion, expected) in cases {
             assert_eq!(
-                evaluate(criterion, &v, Listed, keys),
+                evaluate(criterion, &v, Listed, &Unknown, keys),
                 expected,
                 "{criterion}"
             );
@@ -509,7 +548,13 @@ mod tests {
         // A value that no key matched is named as written.
         let v = values(&["cost.example.org/*", "a", "z*"]);
         assert_eq!(
-            evaluate(ContainsAllOf, &v, Listed, ["a", "cost.example.org"]),
+            evaluate(
+                ContainsAllOf,
+                &v,
+                Listed,
+                &Unknown,
+                ["a", "cost.example.org"]
+            ),
             Verdict::Rejected(Violation::ContainsAllOf {
                 missing: vec!["cost.example.org/*", "z*"]
             })
@@ -519,6 +564,7 @@ mod tests {
                 DoesNotContainAllOf,
                 &v,
                 Listed,
+                &Unknown,
                 ["zz", "a", "cost.example.org/x"]
             ),
             Verdict::Rejected(Violation::DoesNotContainAllOf)
@@ -534,15 +580,17 @@ mod tests {
             // by binary search above.
             wanted in proptest::collection::btree_set(value(), 1..16),
             bookkeeping in bookkeeping(),
+            writer in any::<bool>(),
             shuffle_seed in any::<u64>(),
         ) {
             let k: BTreeSet<String> = keys.iter().cloned().collect();
             let v = Values::new(wanted.clone());
-            let verdict = evaluate(criterion, &v, bookkeeping, keys.iter().map(String::as_str));
-            if oracle::accepts(criterion, &k, &wanted, bookkeeping) {
+            let p = Wrote(writer);
+            let verdict = evaluate(criterion, &v, bookkeeping, &p, keys.iter().map(String::as_str));
+            if oracle::accepts(criterion, &k, &wanted, bookkeeping, &p) {
                 prop_assert_eq!(&verdict, &Verdict::Accepted);
             } else {
-                let expected = oracle::violation(criterion, &k, &wanted, bookkeeping);
+                let expected = oracle::violation(criterion, &k, &wanted, bookkeeping, &p);
                 prop_assert_eq!(&verdict, &Verdict::Rejected(expected));
             }
             // Order of the keys never matters.
@@ -550,7 +598,7 @@ mod tests {
             let len = shuffled.len().max(1);
             shuffled.rotate_left((shuffle_seed as usize) % len);
             shuffled.reverse();
-            let again = evaluate(criterion, &v, bookkeeping, shuffled.iter().map(String::as_str));
+            let again = evaluate(criterion, &v, bookkeeping, &p, shuffled.iter().map(String::as_str));
             prop_assert_eq!(verdict, again);
         }
 
@@ -569,7 +617,7 @@ mod tests {
                 ContainsOtherThan => !k.is_subset(&v),
                 DoesNotContainOtherThan => k.is_subset(&v),
             };
-            prop_assert_eq!(oracle::accepts(criterion, &k, &v, Judged), expected);
+            prop_assert_eq!(oracle::accepts(criterion, &k, &v, Judged, &Unknown), expected);
         }
     }
 }

@@ -7,30 +7,53 @@
 //! fault of its own, and it can never make an object worse.
 
 use crate::evaluator::{Verdict, Violation};
+use crate::provenance;
 use crate::request;
 use crate::settings::Settings;
 
 /// Whether an update whose new object fails with `new` only keeps faults
-/// that `old_object` (the text of the object it replaces) already had.
-/// An old object that cannot be read excuses nothing.
-pub fn excused(settings: &Settings, new: &Violation, old_object: &[u8]) -> bool {
+/// that `old_object` (the text of the object it replaces) already had, its
+/// keys judged where `provenance` (the new object's) says they were
+/// written. An old object that cannot be read excuses nothing.
+pub fn excused(
+    settings: &Settings,
+    new: &Violation,
+    old_object: &[u8],
+    provenance: &provenance::Request,
+) -> bool {
     let Ok(old) = request::decode_object(old_object) else {
         return false;
     };
-    match settings.judge(old.keys()) {
+    let old_provenance = provenance.for_old(old_object, old.kind.as_deref());
+    match settings.judge(old.keys(), &old_provenance) {
         Verdict::Rejected(old) => adds_nothing(new, &old),
         Verdict::Accepted => false,
     }
 }
 
-/// Whether the faults in `new` were all in `old` already: each forbidden
-/// or unlisted key of the new object was on the old one too, each value
-/// missing from it was missing before. The other three criteria fail all or
-/// nothing, so failing the same way is enough. Both violations come from
-/// the same settings, so they are of the same criterion.
+/// Whether the faults in `new` were all in `old` already (`faults`). Both
+/// violations come from the same settings, so they are of the same
+/// criterion.
 pub fn adds_nothing(new: &Violation, old: &Violation) -> bool {
     debug_assert_eq!(new.criterion(), old.criterion());
-    new.criterion() == old.criterion() && is_subset(new.faults(), old.faults())
+    new.criterion() == old.criterion() && is_subset(faults(new), faults(old))
+}
+
+/// The update rule, criterion by criterion (the README's table under
+/// "Updates of objects that predate the policy"): what an update may keep from
+/// its old object but not add. Each forbidden or unlisted key of the new
+/// object must have been on the old one, each value missing from it missing
+/// before. The other three criteria fail all or nothing and name no fault:
+/// failing the same way is enough.
+pub fn faults<'v>(violation: &'v Violation) -> &'v [&'v str] {
+    match violation {
+        Violation::DoesNotContainAnyOf { forbidden: faults }
+        | Violation::ContainsAllOf { missing: faults }
+        | Violation::DoesNotContainOtherThan { unlisted: faults } => faults,
+        Violation::ContainsAnyOf
+        | Violation::DoesNotContainAllOf
+        | Violation::ContainsOtherThan { .. } => &[],
+    }
 }
 
 /// `a ⊆ b`, for sorted lists without duplicates.
@@ -48,6 +71,7 @@ mod tests {
 
     use crate::criterion::Criterion;
     use crate::evaluator::oracle;
+    use crate::provenance::oracle::Sender;
 
     #[test]
     fn subsets_of_sorted_lists() {
@@ -71,12 +95,26 @@ mod tests {
             .to_string()
     }
 
-    /// Judges an update from `old` keys to `new` keys the way `decide` does.
-    fn update_passes(settings: &Settings, old: &[&str], new: &[&str]) -> bool {
-        match settings.judge(new.iter().copied()) {
+    /// Judges an update from `old` keys to `new` keys the way `decide` does,
+    /// as sent by `username`.
+    fn update_by(username: &str, settings: &Settings, old: &[&str], new: &[&str]) -> bool {
+        let old = object(old);
+        let payload = serde_json::json!({
+            "request": {"userInfo": {"username": username}, "object": {}},
+        })
+        .to_string();
+        let provenance =
+            provenance::Request::new(payload.as_bytes(), Some(old.as_bytes()), Some("ReplicaSet"));
+        match settings.judge(new.iter().copied(), &provenance) {
             Verdict::Accepted => true,
-            Verdict::Rejected(violation) => excused(settings, &violation, object(old).as_bytes()),
+            Verdict::Rejected(violation) => {
+                excused(settings, &violation, old.as_bytes(), &provenance)
+            }
         }
+    }
+
+    fn update_passes(settings: &Settings, old: &[&str], new: &[&str]) -> bool {
+        update_by("jane", settings, old, new)
     }
 
     #[test]
@@ -121,19 +159,47 @@ mod tests {
         let violation = Violation::ContainsAllOf {
             missing: vec!["owner"],
         };
+        let unknown = provenance::Request::new(b"{}", None, None);
         for old in ["", "[]", r#"{"metadata":{"annotations":[]}}"#, "{} x"] {
-            assert!(!excused(&required, &violation, old.as_bytes()), "{old}");
+            assert!(
+                !excused(&required, &violation, old.as_bytes(), &unknown),
+                "{old}"
+            );
         }
-        assert!(excused(&required, &violation, b"{}"));
+        assert!(excused(&required, &violation, b"{}", &unknown));
     }
 
     fn name() -> impl Strategy<Value = String> {
         prop_oneof![4 => "[a-d]", 1 => "[ab]\\*"]
     }
 
-    /// Mostly one-letter keys, now and then one Kubernetes writes itself.
+    /// Mostly one-letter keys, now and then one Kubernetes writes itself in
+    /// anyone's request, or only in a node's.
     fn key() -> impl Strategy<Value = String> {
-        prop_oneof![4 => "[a-d]", 1 => Just("kubernetes.io/psp".to_string())]
+        prop_oneof![
+            4 => "[a-d]",
+            1 => Just("kubernetes.io/psp".to_string()),
+            1 => Just("kubernetes.io/config.mirror".to_string()),
+        ]
+    }
+
+    /// A key only a node writes stays on a mirror Pod through anyone's
+    /// update, whatever `allowExistingViolations` says; added by anyone but a
+    /// node, it is a fault like any other.
+    #[test]
+    fn an_update_keeps_the_keys_a_node_wrote() {
+        let mirror = "kubernetes.io/config.mirror";
+        let json = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowExistingViolations":false}"#;
+        let strict = Settings::from_json(json.as_bytes()).unwrap();
+        assert!(update_passes(
+            &strict,
+            &[mirror],
+            &[mirror, "example.com/x"]
+        ));
+        assert!(!update_passes(&strict, &[], &[mirror]));
+        assert!(update_by("system:node:n1", &strict, &[], &[mirror]));
+        let lenient = settings("doesNotContainOtherThan", &["example.com/*"]);
+        assert!(!update_passes(&lenient, &["zone"], &["zone", mirror]));
     }
 
     /// With Kubernetes' own keys judged like any other, an update keeps the
@@ -161,6 +227,7 @@ mod tests {
             new in proptest::collection::btree_set(key(), 0..4),
             values in proptest::collection::btree_set(name(), 1..4),
             allow_kubernetes in any::<bool>(),
+            from_node in any::<bool>(),
         ) {
             fn refs(set: &BTreeSet<String>) -> Vec<&str> {
                 set.iter().map(String::as_str).collect()
@@ -172,9 +239,11 @@ mod tests {
             });
             let settings = Settings::from_json(json.to_string().as_bytes()).unwrap();
             let bookkeeping = settings.bookkeeping;
-            let expected = oracle::accepts(criterion, &new, &values, bookkeeping)
-                || oracle::excused(criterion, &old, &new, &values, bookkeeping);
-            prop_assert_eq!(update_passes(&settings, &refs(&old), &refs(&new)), expected);
+            let username = if from_node { "system:node:n1" } else { "jane" };
+            let sender = Sender { username: Some(username.to_string()), earlier: Some(old.clone()) };
+            let expected = oracle::accepts(criterion, &new, &values, bookkeeping, &sender)
+                || oracle::excused(criterion, &old, &new, &values, bookkeeping, &sender, &sender.for_old(&old));
+            prop_assert_eq!(update_by(username, &settings, &refs(&old), &refs(&new)), expected);
         }
     }
 }

@@ -380,6 +380,23 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Where the next token starts: the start of a value `text_since`
+    /// returns once it has been read or skipped.
+    pub fn offset(&mut self) -> usize {
+        self.pos()
+    }
+
+    /// The text of the value read or skipped since `start` (an `offset`),
+    /// without the white space after it; checked no further than reading it
+    /// checked it.
+    pub fn text_since(&mut self, start: usize) -> &'a [u8] {
+        let mut end = self.pos();
+        while end > start && matches!(self.input[end - 1], b' ' | b'\n' | b'\t' | b'\r') {
+            end -= 1;
+        }
+        &self.input[start..end]
+    }
+
     /// Skips one value and returns its text, which must be valid UTF-8.
     pub fn raw_value(&mut self) -> Result<&'a [u8]> {
         let start = self.pos();

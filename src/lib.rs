@@ -2,6 +2,7 @@
 //! evaluator judge the annotation keys, answer in Kubewarden's JSON.
 
 pub mod annotation_key;
+pub mod apparmor;
 pub mod bookkeeping;
 pub mod bytes;
 pub mod criterion;
@@ -10,6 +11,7 @@ pub mod existing_violations;
 pub mod json;
 pub mod message;
 pub mod pattern;
+pub mod provenance;
 pub mod quoting;
 pub mod request;
 pub mod response;
@@ -48,6 +50,7 @@ fn validate_settings(payload: &[u8]) -> CallResult {
 /// The policy's whole decision on a `validate` payload: `Err` holds the
 /// rejection message.
 pub fn decide(payload: &[u8]) -> Result<(), String> {
+    let payload_text = payload;
     let payload = request::decode(payload)?;
     // A deletion has nothing to judge, and must never be blocked.
     let Some(object) = payload.object else {
@@ -56,16 +59,22 @@ pub fn decide(payload: &[u8]) -> Result<(), String> {
     if payload.operation.as_deref() == Some("DELETE") {
         return Ok(());
     }
+    let update = payload.operation.as_deref() == Some("UPDATE");
+    let provenance = provenance::Request::new(
+        payload_text,
+        payload.old_object.filter(|_| update),
+        object.kind.as_deref(),
+    );
     settings::with_cached(payload.settings.unwrap_or(b"null"), |settings| {
         let settings = settings.map_err(str::to_owned)?;
-        let Verdict::Rejected(violation) = settings.judge(object.keys()) else {
+        let Verdict::Rejected(violation) = settings.judge(object.keys(), &provenance) else {
             return Ok(());
         };
         // Only now is the old object read, and only for an update.
         if let Some(old_object) = payload.old_object
             && settings.allow_existing_violations
-            && payload.operation.as_deref() == Some("UPDATE")
-            && existing_violations::excused(settings, &violation, old_object)
+            && update
+            && existing_violations::excused(settings, &violation, old_object, &provenance)
         {
             return Ok(());
         }
@@ -178,6 +187,8 @@ mod tests {
         let kubernetes = [
             "kubernetes.io/limit-ranger",
             "deployment.kubernetes.io/revision",
+            "kubernetes.io/config.mirror",
+            "batch.kubernetes.io/job-completion-index",
         ];
         proptest::prop_oneof![
             4 => proptest::string::string_regex(regex).expect("a regex"),
@@ -198,10 +209,17 @@ mod tests {
             old in proptest::option::of(proptest::collection::btree_set(kubernetes_or("[abc]"), 0..4)),
             allow in proptest::option::of(proptest::bool::ANY),
             allow_kubernetes in proptest::option::of(proptest::bool::ANY),
+            username in proptest::option::of(proptest::sample::select(vec![
+                "jane",
+                "system:node:n1",
+                "system:serviceaccount:kube-system:job-controller",
+                "system:kube-controller-manager",
+            ])),
         ) {
             use std::collections::BTreeSet;
             use evaluator::oracle;
             use bookkeeping::Bookkeeping;
+            use provenance::oracle::Sender;
             let object = |keys: &BTreeSet<String>| {
                 let annotations: serde_json::Map<String, serde_json::Value> =
                     keys.iter().map(|k| (k.clone(), "v".into())).collect();
@@ -218,24 +236,29 @@ mod tests {
                 Some(false) => Bookkeeping::Judged,
                 Some(true) | None => Bookkeeping::Listed,
             };
-            let payload = serde_json::json!({
+            let mut payload = serde_json::json!({
                 "settings": settings,
                 "request": {"operation": "UPDATE", "object": object(&keys), "oldObject": old.as_ref().map(object)}
             });
+            if let Some(username) = username {
+                payload["request"]["userInfo"] = serde_json::json!({"username": username});
+            }
             let verdict = decide(payload.to_string().as_bytes());
             let (k, v) = (&keys, &values);
+            let sender = Sender { username: username.map(String::from), earlier: old.clone() };
             let excused = old
                 .as_ref()
                 .is_some_and(|old| {
-                    allow != Some(false) && oracle::excused(criterion, old, k, v, bookkeeping)
+                    let before = sender.for_old(old);
+                    allow != Some(false) && oracle::excused(criterion, old, k, v, bookkeeping, &sender, &before)
                 });
-            if oracle::accepts(criterion, k, v, bookkeeping) || excused {
+            if oracle::accepts(criterion, k, v, bookkeeping, &sender) || excused {
                 proptest::prop_assert_eq!(verdict, Ok(()));
             } else {
                 let subject = message::Subject { kind: Some("Pod"), name: Some("p"), namespace: None };
                 let values: Vec<String> = v.iter().cloned().collect();
                 let expected = message::rejection(
-                    &subject, &values, &oracle::violation(criterion, k, v, bookkeeping));
+                    &subject, &values, &oracle::violation(criterion, k, v, bookkeeping, &sender));
                 proptest::prop_assert_eq!(verdict, Err(expected));
             }
         }

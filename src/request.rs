@@ -1,6 +1,8 @@
 //! Decodes a `validate` payload down to what the decision needs: the
 //! operation, the object's kind and name, its annotation keys, the old
-//! object's text, and the raw settings. Everything else is skipped by
+//! object's text, and the raw settings; and, read again only when a key that
+//! names its writer needs them (`provenance`), the texts of the sender and
+//! of the object (`Parts`). Everything else is skipped by
 //! `json::Reader` without being built; `reference` is the serde model it
 //! must agree with.
 
@@ -69,6 +71,42 @@ pub fn decode_object(text: &[u8]) -> Result<Object<'_>, String> {
         .and_then(|()| read_object(r))
         .and_then(|object| r.end().map(|()| object));
     object.map_err(|e| format!("malformed object: {e}"))
+}
+
+/// The texts of `request.userInfo` and `request.object` in a payload that
+/// `decode` has read.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Parts<'a> {
+    pub user_info: Option<&'a [u8]>,
+    pub object: Option<&'a [u8]>,
+}
+
+/// Finds `Parts` in a payload that `decode` accepted; `None` for one it
+/// would not have.
+pub fn parts(payload: &[u8]) -> Option<Parts<'_>> {
+    let r = &mut Reader::new(payload);
+    let mut parts = Parts::default();
+    if r.peek() != Some(b'{') {
+        return None;
+    }
+    let mut members = r.members();
+    while let Some(key) = members.next(r).ok()? {
+        if !key.is("request") || r.peek() != Some(b'{') {
+            r.skip_value().ok()?;
+            continue;
+        }
+        let mut fields = r.members();
+        while let Some(field) = fields.next(r).ok()? {
+            let start = r.offset();
+            r.skip_value().ok()?;
+            if field.is("userInfo") {
+                parts.user_info = Some(r.text_since(start));
+            } else if field.is("object") {
+                parts.object = Some(r.text_since(start));
+            }
+        }
+    }
+    Some(parts)
 }
 
 fn read_payload<'a>(r: &mut Reader<'a>) -> json::Result<Payload<'a>> {
@@ -367,6 +405,57 @@ mod tests {
                 .map(Cow::into_owned)
                 .collect();
             proptest::prop_assert_eq!(read, keys);
+        }
+
+        /// The texts of `object` and `userInfo` are exactly the values
+        /// serde_json finds, whatever they hold and whatever white space
+        /// surrounds them.
+        #[test]
+        fn the_object_and_sender_texts_are_the_values_serde_finds(
+            keys in proptest::collection::btree_set("[a-c/.]{0,6}", 0..6),
+            spec_depth in 0usize..40,
+            white in "[ \t\n]{0,3}",
+            user in proptest::prop_oneof![
+                proptest::strategy::Just(r#"{"username":"system:node:n1","groups":["system:nodes"]}"#.to_string()),
+                proptest::strategy::Just("null".to_string()),
+                "\"[a-z:]{0,8}\"",
+                proptest::strategy::Just("[1, {}]".to_string()),
+                proptest::strategy::Just("12.5e3".to_string()),
+            ],
+            user_first in proptest::bool::ANY,
+        ) {
+            let annotations: serde_json::Map<String, serde_json::Value> =
+                keys.iter().map(|k| (k.clone(), "v".into())).collect();
+            let spec = format!("{}1{}", "[".repeat(spec_depth), "]".repeat(spec_depth));
+            let object = format!(
+                r#"{{"spec":{spec},{white}"metadata":{}}}"#,
+                serde_json::json!({"annotations": annotations})
+            );
+            let (object_member, user_member) = (
+                format!(r#""object":{white}{object}{white}"#),
+                format!(r#""userInfo":{white}{user}{white}"#),
+            );
+            let payload = match user_first {
+                true => format!(r#"{{"request":{{{user_member},{object_member}}}}}"#),
+                false => format!(r#"{{"request":{{{object_member},{user_member}}}}}"#),
+            };
+            decode(payload.as_bytes()).unwrap();
+            let parts = parts(payload.as_bytes()).unwrap();
+            #[derive(serde::Deserialize)]
+            struct Request<'a> {
+                #[serde(borrow)]
+                object: &'a serde_json::value::RawValue,
+                #[serde(borrow, rename = "userInfo")]
+                user_info: &'a serde_json::value::RawValue,
+            }
+            #[derive(serde::Deserialize)]
+            struct Wire<'a> {
+                #[serde(borrow)]
+                request: Request<'a>,
+            }
+            let wire: Wire = serde_json::from_str(&payload).unwrap();
+            proptest::prop_assert_eq!(parts.object, Some(wire.request.object.get().as_bytes()));
+            proptest::prop_assert_eq!(parts.user_info, Some(wire.request.user_info.get().as_bytes()));
         }
     }
 

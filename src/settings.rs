@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
-use crate::bookkeeping::Bookkeeping;
+use crate::bookkeeping::{Bookkeeping, Provenance};
 use crate::bytes;
 use crate::criterion::Criterion;
 use crate::evaluator::{self, Verdict};
@@ -128,9 +128,20 @@ fn read_flag(r: &mut Reader, field: &mut Option<bool>, name: &str) -> json::Resu
 }
 
 impl Settings {
-    /// Judges an object's annotation keys under these settings.
-    pub fn judge<'k>(&'k self, keys: impl IntoIterator<Item = &'k str>) -> Verdict<'k> {
-        evaluator::evaluate(self.criterion, &self.values, self.bookkeeping, keys)
+    /// Judges an object's annotation keys under these settings, in the
+    /// request that `provenance` speaks of.
+    pub fn judge<'k, P: Provenance + ?Sized>(
+        &'k self,
+        keys: impl IntoIterator<Item = &'k str>,
+        provenance: &P,
+    ) -> Verdict<'k> {
+        evaluator::evaluate(
+            self.criterion,
+            &self.values,
+            self.bookkeeping,
+            provenance,
+            keys,
+        )
     }
 
     /// Parses and validates the JSON settings; the error is the message shown

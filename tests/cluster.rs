@@ -3,9 +3,13 @@
 //! autoscaled, annotated and deleted; DaemonSets, StatefulSets,
 //! ReplicationControllers and their Pods; a CronJob's run and a Job made from
 //! it by hand; an Indexed Job's Pod; a Pod defaulted by a LimitRange; a
-//! kubelet's mirror Pod; a release installed by Helm. Under the README's
-//! recommended settings every one is accepted; the settings the README warns
-//! against reject exactly the requests it says they do, naming the keys.
+//! kubelet's mirror Pod, and an administrator's update of one; a Pod whose
+//! template sets the AppArmor field, on 1.33; a release installed by Helm.
+//! Under the README's recommended settings every one is accepted; the
+//! settings the README warns against reject exactly the requests it says
+//! they do, naming the keys. Two requests forge what only Kubernetes may
+//! write (a user's Pod marked as a mirror Pod, a user's rollback key): the
+//! allowlist refuses them, naming the key.
 
 mod common;
 
@@ -32,7 +36,7 @@ const STRICT_OWNER: &str = r#"{"criteria":"containsAllOf","values":["example.com
 /// number its file starts with: what an allowlist of `example.com/*` alone
 /// must name when Kubernetes' own keys are judged. The README's Helm values
 /// admit Helm's.
-const WRITTEN_BY_THE_CLUSTER: [(&str, &[&str]); 30] = [
+const WRITTEN_BY_THE_CLUSTER: [(&str, &[&str]); 35] = [
     ("01", &[LAST_APPLIED]),
     ("02", DEPLOYMENT_CONTROLLER),
     ("03", &[]),
@@ -80,6 +84,29 @@ const WRITTEN_BY_THE_CLUSTER: [(&str, &[&str]); 30] = [
     ("28", &[]),
     ("29", &[]),
     ("30", DEPLOYMENT_CONTROLLER),
+    ("31", &[]),
+    ("32", KUBELET),
+    ("33", KUBELET),
+    ("34", &[REVISION, LAST_APPLIED]),
+    (
+        "35",
+        &["container.apparmor.security.beta.kubernetes.io/frontend"],
+    ),
+];
+
+/// The keys a user's request sets that only Kubernetes may write: the
+/// kubelet's mark of a mirror Pod, and the key that makes the deployment
+/// controller roll back. No setting the README recommends lets them through.
+const FORGED: [(&str, &str); 2] = [
+    ("31", "kubernetes.io/config.mirror"),
+    ("34", "deprecated.deployment.rollback.to"),
+];
+
+const KUBELET: &[&str] = &[
+    "kubernetes.io/config.hash",
+    "kubernetes.io/config.mirror",
+    "kubernetes.io/config.seen",
+    "kubernetes.io/config.source",
 ];
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -94,9 +121,10 @@ const DEPLOYMENT_CONTROLLER: &[&str] = &[
 
 /// The requests from Helm's release, judged with the README's Helm values.
 const HELM: [&str; 2] = ["29", "30"];
-/// Updates that add one of Kubernetes' keys to an object: `kubectl annotate`
-/// and the deployment controller copying what it added.
-const ADDS_A_KUBERNETES_KEY: [&str; 2] = ["23", "24"];
+/// Updates that add a key that is not the user's to an object: `kubectl
+/// annotate`, the deployment controller copying what it added, a user's
+/// rollback key.
+const ADDS_A_KEY: [&str; 3] = ["23", "24", "34"];
 /// Updates of objects that lack the owner and predate the policy.
 const PREDATE_THE_POLICY: [&str; 4] = ["10", "11", "12", "18"];
 
@@ -139,6 +167,21 @@ fn requests() -> Vec<Request> {
 fn written_by_the_cluster(request: &Request) -> &'static [&'static str] {
     let (number, keys) = WRITTEN_BY_THE_CLUSTER[requests_index(request)];
     assert_eq!(number, request.number(), "the table is in file order");
+    keys
+}
+
+fn forged(request: &Request) -> Option<&'static str> {
+    FORGED
+        .iter()
+        .find(|(number, _)| *number == request.number())
+        .map(|(_, key)| *key)
+}
+
+/// Every key of the request that is not the user's own, sorted.
+fn not_the_users(request: &Request) -> Vec<&'static str> {
+    let mut keys: Vec<&str> = written_by_the_cluster(request).to_vec();
+    keys.extend(forged(request));
+    keys.sort_unstable();
     keys
 }
 
@@ -222,12 +265,7 @@ fn the_table_names_every_key_that_is_not_the_users() {
             .map(String::as_str)
             .filter(|key| !key.starts_with("example.com/") && !key.starts_with("meta.helm.sh/"))
             .collect();
-        assert_eq!(
-            foreign,
-            written_by_the_cluster(&request),
-            "{}",
-            request.name
-        );
+        assert_eq!(foreign, not_the_users(&request), "{}", request.name);
     }
 }
 
@@ -243,6 +281,15 @@ fn every_request_passes_the_recommended_settings() {
         };
         for settings in [OWNER_REQUIRED, allowlist, DENYLIST] {
             let verdict = validate(&policy, &request.text, settings);
+            if let Some(key) = forged(&request).filter(|_| settings == allowlist) {
+                let message = verdict.message.unwrap_or_default();
+                assert!(
+                    message.ends_with(&removal(&[key])),
+                    "{}: {message}",
+                    request.name
+                );
+                continue;
+            }
             // The control plane's own Pods carry no owner: the README's
             // policy leaves their namespace out.
             let namespace = request.json["namespace"].as_str().unwrap();
@@ -290,7 +337,7 @@ fn removal(keys: &[&str]) -> String {
 fn kubernetes_keys_judged_break_the_cluster_naming_them() {
     let policy = policy();
     for request in requests() {
-        let keys = written_by_the_cluster(&request);
+        let keys = &not_the_users(&request);
         let judged = match request.is(&HELM) {
             true => JUDGED_HELM_ALLOWLIST,
             false => JUDGED_ALLOWLIST,
@@ -301,7 +348,7 @@ fn kubernetes_keys_judged_break_the_cluster_naming_them() {
             (strict.as_str(), !keys.is_empty()),
             (
                 judged,
-                !keys.is_empty() && (!update || request.is(&ADDS_A_KUBERNETES_KEY)),
+                !keys.is_empty() && (!update || request.is(&ADDS_A_KEY)),
             ),
         ] {
             let verdict = validate(&policy, &request.text, settings);
@@ -342,5 +389,109 @@ fn updates_judged_alone_break_the_cluster() {
                 request.name
             );
         }
+    }
+}
+
+fn request(number: &str) -> Request {
+    requests()
+        .into_iter()
+        .find(|r| r.number() == number)
+        .expect("a request of that number")
+}
+
+/// The same request, with `change` made to its JSON.
+fn changed(request: &Request, change: impl FnOnce(&mut Value)) -> String {
+    let mut json = request.json.clone();
+    change(&mut json);
+    json.to_string()
+}
+
+const STRICT_ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowExistingViolations":false}"#;
+
+/// The kubelet's keys count where a node sends them, and on a Pod that
+/// already had them, whatever `allowExistingViolations` says; the same Pod
+/// sent by anyone else is refused, naming them.
+#[test]
+fn the_kubelets_keys_count_from_a_node_and_on_the_pods_it_made() {
+    let policy = policy();
+    let mirror = request("32");
+    assert!(validate(&policy, &mirror.text, STRICT_ALLOWLIST).accepted);
+    for user in [
+        "jane@example.com",
+        "system:serviceaccount:kube-system:replicaset-controller",
+        "system:node:",
+    ] {
+        let text = changed(&mirror, |json| json["userInfo"]["username"] = user.into());
+        let verdict = validate(&policy, &text, ALLOWLIST);
+        let message = verdict.message.unwrap_or_default();
+        assert!(message.ends_with(&removal(KUBELET)), "{user}: {message}");
+    }
+    let labelled = request("33");
+    assert!(validate(&policy, &labelled.text, STRICT_ALLOWLIST).accepted);
+    // The administrator adds a key the old Pod lacked: refused.
+    let text = changed(&labelled, |json| {
+        json["oldObject"]["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove("kubernetes.io/config.seen");
+    });
+    let verdict = validate(&policy, &text, ALLOWLIST);
+    let message = verdict.message.unwrap_or_default();
+    assert!(
+        message.ends_with(&removal(&["kubernetes.io/config.seen"])),
+        "{message}"
+    );
+}
+
+/// An Indexed Job's index counts on the Pods its controller creates, under
+/// either name the controller manager may use, and from no one else.
+#[test]
+fn the_job_controllers_keys_count_from_the_job_controller() {
+    let policy = policy();
+    let pod = request("26");
+    assert!(validate(&policy, &pod.text, ALLOWLIST).accepted);
+    let as_manager = changed(&pod, |json| {
+        json["userInfo"]["username"] = "system:kube-controller-manager".into()
+    });
+    assert!(validate(&policy, &as_manager, ALLOWLIST).accepted);
+    let as_user = changed(&pod, |json| {
+        json["userInfo"]["username"] = "jane@example.com".into()
+    });
+    let message = validate(&policy, &as_user, ALLOWLIST)
+        .message
+        .unwrap_or_default();
+    assert!(
+        message.ends_with(&removal(&["batch.kubernetes.io/job-completion-index"])),
+        "{message}"
+    );
+}
+
+/// An AppArmor key counts where it restates the Pod's field; one that no
+/// field restates, or that says otherwise, is the user's.
+#[test]
+fn an_apparmor_key_counts_where_it_restates_the_field() {
+    let policy = policy();
+    let pod = request("35");
+    assert!(validate(&policy, &pod.text, ALLOWLIST).accepted);
+    let key = "container.apparmor.security.beta.kubernetes.io/frontend";
+    for (what, text) in [
+        (
+            "no field",
+            changed(&pod, |json| {
+                json["object"]["spec"]["securityContext"] = serde_json::json!({})
+            }),
+        ),
+        (
+            "another profile",
+            changed(&pod, |json| {
+                json["object"]["spec"]["securityContext"]["appArmorProfile"]["type"] =
+                    "Unconfined".into()
+            }),
+        ),
+    ] {
+        let message = validate(&policy, &text, ALLOWLIST)
+            .message
+            .unwrap_or_default();
+        assert!(message.ends_with(&removal(&[key])), "{what}: {message}");
     }
 }

@@ -2,7 +2,8 @@
 //! verdict must be the criterion's formula (values may be patterns), a
 //! rejection must name exactly the keys or values at fault, and an update
 //! must pass exactly when it keeps only faults its old object had; keys that
-//! Kubernetes writes itself count as listed unless the settings say not.
+//! Kubernetes writes itself count as listed unless the settings say not, and
+//! those that name their writer only where that writer could have sent them.
 #![no_main]
 
 use std::collections::BTreeSet;
@@ -11,6 +12,7 @@ use annotations_policy::bookkeeping::Bookkeeping;
 use annotations_policy::criterion::Criterion;
 use annotations_policy::evaluator::oracle;
 use annotations_policy::message::{Subject, rejection};
+use annotations_policy::provenance::oracle::Sender;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};
@@ -24,7 +26,16 @@ struct Case {
     old_keys: Option<Vec<Name>>,
     allow_existing_violations: Option<bool>,
     allow_kubernetes_bookkeeping: Option<bool>,
+    sender: Option<u8>,
 }
+
+/// Who sends the request: a user, a node, the job controller.
+const SENDERS: [&str; 4] = [
+    "jane",
+    "system:node:n1",
+    "system:serviceaccount:kube-system:job-controller",
+    "system:kube-controller-manager",
+];
 
 #[derive(Arbitrary, Debug, PartialEq)]
 enum Operation {
@@ -42,7 +53,7 @@ enum Name {
 
 impl Name {
     fn text(&self) -> String {
-        const POOL: [&str; 14] = [
+        const POOL: [&str; 16] = [
             "a",
             "b",
             "example.com/owner",
@@ -57,6 +68,8 @@ impl Name {
             "kubectl.kubernetes.io/*",
             "deprecated.daemonset.template.generation",
             "kubernetes.io/limit-rangers",
+            "kubernetes.io/config.mirror",
+            "batch.kubernetes.io/job-completion-index",
         ];
         match self {
             Name::Pool(i) => POOL[usize::from(*i) % POOL.len()].to_string(),
@@ -107,7 +120,8 @@ fuzz_target!(|case: Case| {
         Operation::Update => ("UPDATE", object(&k)),
         Operation::Delete => ("DELETE", Value::Null),
     };
-    let payload = json!({
+    let username = case.sender.map(|i| SENDERS[usize::from(i) % SENDERS.len()]);
+    let mut payload = json!({
         "settings": settings,
         "request": {
             "operation": operation,
@@ -115,6 +129,13 @@ fuzz_target!(|case: Case| {
             "oldObject": old.as_ref().map(object),
         }
     });
+    if let Some(username) = username {
+        payload["request"]["userInfo"] = json!({"username": username});
+    }
+    let sender = Sender {
+        username: username.map(String::from),
+        earlier: old.clone().filter(|_| case.operation == Operation::Update),
+    };
     let verdict = annotations_policy::decide(payload.to_string().as_bytes());
     if case.operation == Operation::Delete {
         assert_eq!(verdict, Ok(()));
@@ -131,9 +152,17 @@ fuzz_target!(|case: Case| {
         let Some(old) = &old else { return false };
         case.operation == Operation::Update
             && case.allow_existing_violations != Some(false)
-            && oracle::excused(criterion, old, &k, &v, bookkeeping)
+            && oracle::excused(
+                criterion,
+                old,
+                &k,
+                &v,
+                bookkeeping,
+                &sender,
+                &sender.for_old(old),
+            )
     };
-    let expected = oracle::accepts(criterion, &k, &v, bookkeeping) || excused();
+    let expected = oracle::accepts(criterion, &k, &v, bookkeeping, &sender) || excused();
     assert_eq!(
         verdict.is_ok(),
         expected,
@@ -146,7 +175,7 @@ fuzz_target!(|case: Case| {
             name: Some("p"),
             namespace: None,
         };
-        let violation = oracle::violation(criterion, &k, &v, bookkeeping);
+        let violation = oracle::violation(criterion, &k, &v, bookkeeping, &sender);
         assert_eq!(message, rejection(&subject, &values, &violation));
     }
 });
