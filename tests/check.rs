@@ -122,6 +122,57 @@ fn json_for_machines() {
     );
 }
 
+/// Under the allowlist, the job controller's index on an Indexed Job's
+/// Pod counts as Kubernetes' own because the check sends that Pod as the
+/// job controller; the same key on a Pod of the input, sent by a user,
+/// does not.
+#[test]
+fn keys_a_controller_writes_count_only_in_its_requests() {
+    let dir = scratch("writers");
+    std::fs::write(
+        dir.join("render.yaml"),
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: render\n  namespace: shop\nspec:\n  completionMode: Indexed\n  completions: 2\n  template:\n    metadata: {annotations: {example.com/owner: me}}\n    spec: {restartPolicy: Never, containers: [{name: r, image: r}]}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: posing\n  namespace: shop\n  annotations: {example.com/owner: me, batch.kubernetes.io/job-completion-index: '0'}\nspec: {containers: [{name: r, image: r}]}\n",
+    )
+    .unwrap();
+    let finished = check(
+        &module_path(),
+        settings(json!({"criteria": "doesNotContainOtherThan", "values": ["example.com/*"]})),
+        &[dir.to_str().unwrap()],
+        Format::Json,
+    )
+    .unwrap();
+    let report: Value = serde_json::from_str(&finished.output).unwrap();
+    let verdicts: Vec<(String, bool)> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["object"].as_str().unwrap().to_string(),
+                r["allowed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("Job shop/render".to_string(), true),
+            ("Pod shop/render-x7k2p".to_string(), true),
+            ("Pod shop/posing".to_string(), false),
+        ],
+        "{}",
+        finished.output
+    );
+    let posing = &report["results"][2]["message"];
+    assert!(
+        posing
+            .as_str()
+            .unwrap()
+            .contains("batch.kubernetes.io/job-completion-index"),
+        "{posing}"
+    );
+}
+
 /// A group is judged member by member, as its expression calls them; a
 /// rejection says the group's message and each member's.
 #[test]

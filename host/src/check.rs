@@ -277,8 +277,10 @@ impl Checker {
     }
 }
 
-/// The CREATE request the API server would send for `object`: the
-/// controllers' service accounts create the objects made from the input.
+/// The CREATE request the API server would send for `object`: each object
+/// made from the input comes from its controller's service account
+/// (`objects::CONTROLLERS`), so that keys only a controller writes count
+/// as Kubernetes' own there and nowhere else.
 fn request(
     object: &Value,
     group: &str,
@@ -289,23 +291,12 @@ fn request(
 ) -> Vec<u8> {
     let gvk = json!({"group": group, "version": version, "kind": kind});
     let gvr = json!({"group": group, "version": version, "resource": resource});
-    let user = match candidate.derived_from.last() {
+    let user = match candidate.made_by {
         None => json!({}),
-        Some(parent) => {
-            let controller = match parent.split(' ').next().unwrap_or_default() {
-                "Deployment" => "deployment-controller",
-                "ReplicaSet" => "replicaset-controller",
-                "DaemonSet" => "daemon-set-controller",
-                "StatefulSet" => "statefulset-controller",
-                "ReplicationController" => "replication-controller",
-                "CronJob" => "cronjob-controller",
-                _ => "job-controller",
-            };
-            json!({
-                "username": format!("system:serviceaccount:kube-system:{controller}"),
-                "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
-            })
-        }
+        Some(controller) => json!({
+            "username": controller.username(),
+            "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
+        }),
     };
     let mut request = json!({
         "uid": "00000000-0000-4000-8000-000000000000",

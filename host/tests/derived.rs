@@ -10,6 +10,10 @@ use policy_host::check::objects::{Admission, Candidate, candidates};
 use serde_json::Value;
 
 fn recorded(prefix: &str) -> Value {
+    recorded_request(prefix)["object"].clone()
+}
+
+fn recorded_request(prefix: &str) -> Value {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../test_data/cluster");
     let path = std::fs::read_dir(&dir)
         .expect("test_data/cluster")
@@ -21,8 +25,7 @@ fn recorded(prefix: &str) -> Value {
                 .starts_with(prefix)
         })
         .unwrap_or_else(|| panic!("no request {prefix}-*"));
-    let request: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    request["object"].clone()
+    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
 }
 
 fn keys(object: &Value) -> BTreeSet<String> {
@@ -66,6 +69,13 @@ fn derived_objects_carry_the_keys_the_controllers_wrote() {
             let candidate = chain
                 .get(i + 1)
                 .unwrap_or_else(|| panic!("{from} made no object for {expected}"));
+            let sent = recorded_request(expected);
+            let controller = candidate.made_by.expect("a derived object has its maker");
+            assert_eq!(
+                controller.username(),
+                sent["userInfo"]["username"].as_str().unwrap(),
+                "{from} -> {expected}: the controller's identity"
+            );
             let expected = recorded(expected);
             assert_eq!(candidate.object["kind"], expected["kind"], "{from}");
             assert_eq!(
@@ -114,6 +124,7 @@ fn manifests_are_judged_as_admitted() {
     };
     let admitted = candidates(&daemonset, &applied);
     assert_eq!(admitted.len(), 1, "nothing derived");
+    assert!(admitted[0].made_by.is_none(), "the user sends it");
     assert_eq!(keys(&admitted[0].object), keys(&recorded("13")));
     assert_eq!(admitted[0].object["metadata"]["namespace"], "monitoring");
     let record = admitted[0].object["metadata"]["annotations"]

@@ -26,6 +26,74 @@ pub struct Candidate {
     /// `Deployment shop/web → ReplicaSet shop/web-5d8f6b7c9d`, empty for
     /// an object of the input itself.
     pub derived_from: Vec<String>,
+    /// The controller that creates it; `None` for an object of the input.
+    pub made_by: Option<&'static Controller>,
+}
+
+/// A controller of kube-controller-manager that creates objects from the
+/// objects it owns.
+#[derive(Debug)]
+pub struct Controller {
+    /// The kind of object it makes others from.
+    pub owns: &'static str,
+    /// The service account it acts as in kube-system: kubeadm runs the
+    /// controller manager with `--use-service-account-credentials`, and the
+    /// names are those of Kubernetes' bootstrap RBAC policy
+    /// (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go`).
+    pub account: &'static str,
+    /// The objects it creates from one it owns.
+    makes: fn(&Value) -> Vec<Value>,
+}
+
+impl Controller {
+    /// The `userInfo.username` of its requests.
+    pub fn username(&self) -> String {
+        format!("system:serviceaccount:kube-system:{}", self.account)
+    }
+}
+
+/// Every controller whose objects the check derives, one row each.
+pub static CONTROLLERS: [Controller; 7] = [
+    Controller {
+        owns: "Deployment",
+        account: "deployment-controller",
+        makes: |d| vec![deployment_replicaset(d)],
+    },
+    Controller {
+        owns: "ReplicaSet",
+        account: "replicaset-controller",
+        makes: |rs| vec![pod(rs, None)],
+    },
+    Controller {
+        owns: "ReplicationController",
+        account: "replication-controller",
+        makes: |rc| vec![pod(rc, None)],
+    },
+    Controller {
+        owns: "DaemonSet",
+        account: "daemon-set-controller",
+        makes: |ds| vec![pod(ds, None)],
+    },
+    Controller {
+        owns: "StatefulSet",
+        account: "statefulset-controller",
+        makes: |sts| vec![pod(sts, Some("0"))],
+    },
+    Controller {
+        owns: "Job",
+        account: "job-controller",
+        makes: |job| vec![pod(job, None)],
+    },
+    Controller {
+        owns: "CronJob",
+        account: "cronjob-controller",
+        makes: |cj| vec![cronjob_job(cj)],
+    },
+];
+
+/// The controller that makes objects from objects of `kind`, if any.
+fn controller_of(kind: &str) -> Option<&'static Controller> {
+    CONTROLLERS.iter().find(|c| c.owns == kind)
 }
 
 /// How the objects of the input reach the API server.
@@ -61,6 +129,7 @@ pub fn candidates(manifest: &Value, admission: &Admission) -> Vec<Candidate> {
     let mut out = vec![Candidate {
         object,
         derived_from: Vec::new(),
+        made_by: None,
     }];
     if admission.derive {
         let mut i = 0;
@@ -71,11 +140,15 @@ pub fn candidates(manifest: &Value, admission: &Admission) -> Vec<Candidate> {
                 chain.push(describe(&parent.object));
                 chain
             };
-            for child in children(&parent.object) {
-                out.push(Candidate {
-                    object: child,
-                    derived_from: chain.clone(),
-                });
+            let kind = parent.object["kind"].as_str().unwrap_or_default();
+            if let Some(controller) = controller_of(kind) {
+                for child in (controller.makes)(&parent.object) {
+                    out.push(Candidate {
+                        object: child,
+                        derived_from: chain.clone(),
+                        made_by: Some(controller),
+                    });
+                }
             }
             i += 1;
         }
@@ -119,18 +192,6 @@ fn admitted(manifest: &Value, admission: &Admission) -> Value {
         annotations_mut(&mut object).insert(TEMPLATE_GENERATION.into(), "1".into());
     }
     object
-}
-
-/// The objects the controllers create from `object` directly.
-fn children(object: &Value) -> Vec<Value> {
-    match object["kind"].as_str().unwrap_or_default() {
-        "Deployment" => vec![deployment_replicaset(object)],
-        "ReplicaSet" | "ReplicationController" | "DaemonSet" => vec![pod(object, None)],
-        "StatefulSet" => vec![pod(object, Some("0"))],
-        "Job" => vec![pod(object, None)],
-        "CronJob" => vec![cronjob_job(object)],
-        _ => Vec::new(),
-    }
 }
 
 fn deployment_replicaset(deployment: &Value) -> Value {
