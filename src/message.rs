@@ -4,8 +4,9 @@
 //! kubectl prints a rejection whole, so a message stays short whatever the
 //! request: a list names at most `MAX_LISTED` entries (the first ones in
 //! sorted order) and then counts the rest, and a name longer than a line's
-//! worth is abridged in the middle (`quoting`). A message is at most
-//! `MAX_MESSAGE` bytes.
+//! worth is abridged in the middle (`quoting`). A message is shorter than
+//! `MAX_MESSAGE` bytes: the limits above keep it so (`messages_stay_short`),
+//! and `bounded` cuts whatever a later wording might let past them.
 
 use std::fmt::{self, Write as _};
 
@@ -14,7 +15,7 @@ use crate::quoting::{Abridged, QuotedAbridged};
 
 /// How many entries a list names before it counts the rest.
 pub const MAX_LISTED: usize = 20;
-/// Every message is shorter than this (`messages_stay_short` holds it).
+/// Every message is shorter than this (`bounded` enforces it).
 pub const MAX_MESSAGE: usize = 4096;
 
 /// The object a message speaks of, as far as the request names it.
@@ -181,7 +182,22 @@ pub fn rejection(subject: &Subject, values: &[String], violation: &Violation) ->
             names(unlisted)
         ),
     };
-    capitalise(out)
+    bounded(capitalise(out))
+}
+
+/// `message`, cut at a character boundary and ended with `…` if it would
+/// reach `MAX_MESSAGE` bytes.
+fn bounded(mut message: String) -> String {
+    const MORE: &str = "…";
+    if message.len() >= MAX_MESSAGE {
+        let mut end = MAX_MESSAGE - 1 - MORE.len();
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push_str(MORE);
+    }
+    message
 }
 
 fn capitalise(mut message: String) -> String {
@@ -407,7 +423,33 @@ mod tests {
             };
             let message = rejection(&subject, &values, &violation);
             proptest::prop_assert!(message.len() < MAX_MESSAGE, "{} bytes", message.len());
+            // The wording's own limits keep it short: `bounded` never cuts
+            // a message that today's wordings make.
+            proptest::prop_assert!(!message.ends_with('…'), "cut: {}", message);
         }
+    }
+
+    #[test]
+    fn a_message_that_would_be_too_long_is_cut_at_a_character() {
+        for filler in ["a", "é", "日", "🦀"] {
+            for extra in 0..8 {
+                let long = "x".repeat(extra) + &filler.repeat(MAX_MESSAGE);
+                let cut = bounded(long.clone());
+                assert!(cut.len() < MAX_MESSAGE, "{} bytes", cut.len());
+                assert!(cut.len() >= MAX_MESSAGE - 8, "{} bytes", cut.len());
+                assert!(cut.ends_with('…'));
+                let kept = cut.strip_suffix('…').unwrap();
+                assert!(long.starts_with(kept));
+            }
+        }
+        let short = "Pod \"a\" lacks required annotations".to_string();
+        assert_eq!(bounded(short.clone()), short);
+        let edge = "x".repeat(MAX_MESSAGE - 1);
+        assert_eq!(
+            bounded(edge.clone()),
+            edge,
+            "one byte under the limit stays whole"
+        );
     }
 
     #[test]
