@@ -387,7 +387,32 @@ fn cases(settings: &[u8]) -> Vec<Case> {
             &pod_with_annotations(2_000),
             OWN_PREFIX_ALLOWLIST,
         ),
+        // Since 0.4.0 the kubelet's keys ask who sent the request, and an
+        // AppArmor key what the Pod's spec says: the two reads a key can
+        // cost (0.3.0 accepts the first and rejects the second unread).
+        judged_by(
+            "mirror pod, a node's",
+            &recorded(MIRROR_POD),
+            OWN_PREFIX_ALLOWLIST,
+        ),
+        judged_by(
+            "pod, apparmor field",
+            &recorded(APPARMOR_POD),
+            OWN_PREFIX_ALLOWLIST,
+        ),
     ]
+}
+
+const MIRROR_POD: &str = include_str!(
+    "../../../test_data/cluster/32-pod-create-kubelet-mirror-pod-covered-namespace.json"
+);
+const APPARMOR_POD: &str = include_str!(
+    "../../../test_data/cluster/35-pod-create-replicaset-controller-apparmor-1.33.json"
+);
+
+/// A request of `test_data/cluster/`, as the API server sent it.
+fn recorded(text: &str) -> Value {
+    serde_json::from_str(text).expect("test_data/cluster holds JSON")
 }
 
 fn ingress() -> Value {
