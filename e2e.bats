@@ -296,6 +296,20 @@ runner_check() {
   [[ "$output" == *'"rejected": 0'* ]]
 }
 
+@test "check: a repository's other files are noted and skipped, exit 0" {
+  mkdir -p "$BATS_TEST_TMPDIR/repo/chart" "$BATS_TEST_TMPDIR/repo/.github"
+  cp examples/manifests/report.yaml "$BATS_TEST_TMPDIR/repo/"
+  printf '{"name": "site"}\n' > "$BATS_TEST_TMPDIR/repo/package.json"
+  printf 'apiVersion: v2\nname: shop\n' > "$BATS_TEST_TMPDIR/repo/chart/Chart.yaml"
+  printf 'not: [yaml\n' > "$BATS_TEST_TMPDIR/repo/.github/broken.yml"
+  runner_check --policy examples/cluster-admission-policy.yaml "$BATS_TEST_TMPDIR/repo"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"package.json:1: not a Kubernetes object (a mapping, without a \`kind\`): skipped"* ]]
+  [[ "$output" == *"Chart.yaml:1: a Helm chart: check what it renders with \`helm template"* ]]
+  [[ "$output" != *"broken.yml"* ]]
+  [[ "$output" == *", 2 skipped" ]]
+}
+
 @test "check: unusable input and settings exit 2" {
   printf 'kind: Pod\n' > "$BATS_TEST_TMPDIR/bad.yaml"
   runner_check --settings-json '{"criteria":"containsAnyOf","values":["a"]}' "$BATS_TEST_TMPDIR/bad.yaml"

@@ -317,7 +317,10 @@ fn unusable_input_is_reported_and_the_rest_checked() {
     assert_eq!(finished.status, 2, "{}", finished.output);
     let shown = |file: &str| dir.join(file).display().to_string();
     for line in [
-        format!("{}:1: not a Kubernetes object: a list", shown("a.yaml")),
+        format!(
+            "note: {}:1: not a Kubernetes object (a list, without a `kind`): skipped",
+            shown("a.yaml")
+        ),
         format!(
             "{}:8: not a Kubernetes object: no `apiVersion`",
             shown("a.yaml")
@@ -344,10 +347,103 @@ fn unusable_input_is_reported_and_the_rest_checked() {
     assert!(
         finished
             .output
-            .ends_with("1 object checked, 1 rejected, 6 unusable documents\n"),
+            .ends_with("1 object checked, 1 rejected, 1 skipped, 5 unusable documents\n"),
         "{}",
         finished.output
     );
+}
+
+/// A repository holds more than manifests: what is no object is noted and
+/// skipped without failing the check, what a tool renders says how to
+/// render it, hidden directories are left out, and links are followed with
+/// each file read once and no loop.
+#[test]
+fn a_repository_is_walked_as_a_person_would_check_it() {
+    let dir = scratch("repository");
+    let write = |file: &str, text: &str| {
+        let path = dir.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "deploy/job.yaml",
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: once, namespace: shop, annotations: {example.com/owner: me}}\nspec: {template: {metadata: {annotations: {example.com/owner: me}}, spec: {restartPolicy: Never, containers: [{name: c, image: i}]}}}\n",
+    );
+    write(
+        "package.json",
+        "{\"name\": \"site\", \"version\": \"1.0.0\"}\n",
+    );
+    write("renovate.json", "{\"extends\": [\"config:base\"]}\n");
+    write(".github/workflows/ci.yml", "on: push\njobs: {}\n");
+    write(
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: shop\nversion: 0.1.0\n",
+    );
+    write(
+        "chart/templates/deployment.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n",
+    );
+    write("overlays/kustomization.yaml", "resources: [../deploy]\n");
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&dir, dir.join("deploy/back-to-the-top")).unwrap();
+        std::os::unix::fs::symlink(dir.join("deploy"), dir.join("deploy-again")).unwrap();
+    }
+    let finished = check(
+        &module_path(),
+        owner_required(),
+        &[dir.to_str().unwrap()],
+        Format::Json,
+    )
+    .unwrap();
+    assert_eq!(finished.status, 0, "{}", finished.output);
+    let report: Value = serde_json::from_str(&finished.output).unwrap();
+    let objects: Vec<&str> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["object"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        objects,
+        ["Job shop/once", "Pod shop/once-x7k2p"],
+        "each file once"
+    );
+    assert_eq!(report["unusable"], json!([]));
+    let notes: Vec<String> = report["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let source = n["source"].as_str().unwrap();
+            let file = source.strip_prefix(dir.to_str().unwrap()).unwrap_or(source);
+            format!("{file}: {}", n["note"].as_str().unwrap())
+        })
+        .collect();
+    let shown = |file: &str| dir.join(file).display().to_string();
+    let mut expected = vec![
+        format!(
+            "/chart/Chart.yaml:1: a Helm chart: check what it renders with `helm template RELEASE {} | policy-runner check … -`",
+            shown("chart")
+        ),
+        "/chart/templates/deployment.yaml:1: a Helm template (it holds `{{`): check the chart as it renders, with `helm template RELEASE CHART | policy-runner check … -`".to_string(),
+        format!(
+            "/overlays/kustomization.yaml:1: a Kustomization: check what it renders with `kubectl kustomize {} | policy-runner check … -`",
+            shown("overlays")
+        ),
+        "/package.json:1: not a Kubernetes object (a mapping, without a `kind`): skipped".to_string(),
+        "/renovate.json:1: not a Kubernetes object (a mapping, without a `kind`): skipped".to_string(),
+    ];
+    if cfg!(unix) {
+        expected.insert(
+            0,
+            format!(
+                "/deploy/back-to-the-top:1: a link to {}, which holds it: not followed again",
+                dir.display()
+            ),
+        );
+    }
+    assert_eq!(notes, expected, "{}", finished.output);
 }
 
 #[test]

@@ -128,6 +128,8 @@ pub struct Row {
 pub struct Outcome {
     pub rows: Vec<Row>,
     pub unusable: Vec<manifests::Unusable>,
+    /// Input skipped as no object to check, each with what to do instead.
+    pub notes: Vec<manifests::Note>,
     /// Objects the policy's rules or selectors leave out.
     pub not_covered: usize,
     /// Said once each: what the check had to assume.
@@ -198,6 +200,7 @@ impl Checker {
     ) -> Result<Outcome, HostError> {
         let mut outcome = Outcome {
             unusable: inputs.unusable,
+            notes: inputs.notes,
             ..Outcome::default()
         };
         let total = inputs.manifests.len();

@@ -1,9 +1,14 @@
 //! Reading manifests as people keep them: files and directories (searched
-//! recursively for `*.yaml`, `*.yml` and `*.json`), standard input (`-`),
+//! recursively for `*.yaml`, `*.yml` and `*.json`, each file once, links
+//! followed, hidden directories left out), standard input (`-`),
 //! multi-document YAML, and `kind: List` (what `kubectl get -o yaml`
-//! writes). A document that is not a Kubernetes object is reported with its
-//! file and line, and the rest is read on.
+//! writes). A repository holds more than manifests: a document without a
+//! `kind` (a chart's `Chart.yaml`, `package.json`) is named in a note and
+//! skipped, a Kustomization or a Helm template gets a note saying how to
+//! render it; a document that is meant as an object but cannot be used is
+//! reported with its file and line, and the rest is read on.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -43,16 +48,27 @@ pub struct Unusable {
     pub reason: String,
 }
 
+/// Input that is not for the check, and what to do with it instead: said,
+/// and skipped without failing the check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub source: Source,
+    pub text: String,
+}
+
 /// Everything read from the inputs, in order.
 #[derive(Debug, Default)]
 pub struct Inputs {
     pub manifests: Vec<Manifest>,
     pub unusable: Vec<Unusable>,
+    pub notes: Vec<Note>,
 }
 
 /// Reads every input: paths to files or directories, or `-` for stdin.
 pub fn read_inputs(inputs: &[String]) -> Inputs {
     let mut read = Inputs::default();
+    // Each file once, however many inputs or links lead to it.
+    let mut seen = HashSet::new();
     for input in inputs {
         if input == "-" {
             let mut text = String::new();
@@ -64,20 +80,25 @@ pub fn read_inputs(inputs: &[String]) -> Inputs {
         }
         let path = Path::new(input);
         if path.is_dir() {
-            let mut files = Vec::new();
-            if let Err(e) = walk(path, &mut files) {
-                read.unusable
-                    .push(whole(input, format!("cannot read: {e}")));
+            for file in walk(path, &mut read) {
+                if first_time(&file, &mut seen) {
+                    read_file(&file, &mut read);
+                }
             }
-            files.sort();
-            for file in files {
-                read_file(&file, &mut read);
-            }
-        } else {
+        } else if first_time(path, &mut seen) {
             read_file(path, &mut read);
         }
     }
     read
+}
+
+/// Whether `path` is read for the first time; a path that cannot be
+/// resolved is read, to report why.
+fn first_time(path: &Path, seen: &mut HashSet<PathBuf>) -> bool {
+    match std::fs::canonicalize(path) {
+        Ok(real) => seen.insert(real),
+        Err(_) => true,
+    }
 }
 
 fn whole(file: &str, reason: String) -> Unusable {
@@ -91,26 +112,110 @@ fn whole(file: &str, reason: String) -> Unusable {
     }
 }
 
-/// The manifest files below `dir`, at any depth.
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            walk(&path, files)?;
-        } else if matches!(
-            path.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        ) {
-            files.push(path);
+/// The manifest files below `dir`, at any depth, sorted by name: links
+/// followed, each directory walked once, a link back to a directory it is
+/// in noted and not followed again, hidden directories (`.github`, `.git`)
+/// left out.
+fn walk(dir: &Path, read: &mut Inputs) -> Vec<PathBuf> {
+    let hidden = |entry: &walkdir::DirEntry| {
+        entry.depth() > 0
+            && entry.file_type().is_dir()
+            && entry.file_name().to_string_lossy().starts_with('.')
+    };
+    // A directory that two links lead to is walked once.
+    let mut walked = HashSet::new();
+    let mut first_walk = |entry: &walkdir::DirEntry| {
+        !entry.file_type().is_dir()
+            || std::fs::canonicalize(entry.path()).map_or(true, |real| walked.insert(real))
+    };
+    let mut files = Vec::new();
+    let entries = walkdir::WalkDir::new(dir)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|entry| !hidden(entry) && first_walk(entry));
+    for entry in entries {
+        match entry {
+            Ok(entry) => {
+                let path = entry.path();
+                if entry.file_type().is_file()
+                    && matches!(
+                        path.extension().and_then(|e| e.to_str()),
+                        Some("yaml" | "yml" | "json")
+                    )
+                {
+                    files.push(path.to_path_buf());
+                }
+            }
+            Err(e) => {
+                let at = e
+                    .path()
+                    .map_or_else(|| dir.display().to_string(), |p| p.display().to_string());
+                match e.loop_ancestor() {
+                    Some(ancestor) => read.notes.push(Note {
+                        source: file_source(&at, 1),
+                        text: format!(
+                            "a link to {}, which holds it: not followed again",
+                            ancestor.display()
+                        ),
+                    }),
+                    None => read.unusable.push(whole(&at, format!("cannot read: {e}"))),
+                }
+            }
         }
     }
-    Ok(())
+    files
+}
+
+fn file_source(file: &str, line: usize) -> Source {
+    Source {
+        file: file.to_string(),
+        line,
+        item: None,
+    }
+}
+
+/// Why a file is not read as manifests, and what to run instead: a
+/// Kustomization and a Helm chart describe objects that their tool makes.
+fn rendered_by_a_tool(path: &Path, text: &str) -> Option<String> {
+    let name = path.file_name()?.to_string_lossy();
+    let dir = path
+        .parent()
+        .map_or_else(|| ".".to_string(), |d| d.display().to_string());
+    let dir = if dir.is_empty() { ".".to_string() } else { dir };
+    if matches!(
+        name.as_ref(),
+        "kustomization.yaml" | "kustomization.yml" | "Kustomization"
+    ) {
+        return Some(format!(
+            "a Kustomization: check what it renders with `kubectl kustomize {dir} | policy-runner check … -`"
+        ));
+    }
+    if name == "Chart.yaml" {
+        return Some(format!(
+            "a Helm chart: check what it renders with `helm template RELEASE {dir} | policy-runner check … -`"
+        ));
+    }
+    if text.contains("{{") {
+        return Some(
+            "a Helm template (it holds `{{`): check the chart as it renders, with `helm template RELEASE CHART | policy-runner check … -`"
+                .to_string(),
+        );
+    }
+    None
 }
 
 fn read_file(path: &Path, read: &mut Inputs) {
     let name = path.display().to_string();
     match std::fs::read_to_string(path) {
         Ok(text) => {
+            if let Some(text) = rendered_by_a_tool(path, &text) {
+                read.notes.push(Note {
+                    source: file_source(&name, 1),
+                    text,
+                });
+                return;
+            }
             let json = path.extension().is_some_and(|e| e == "json");
             read_text(&name, &text, json, read);
         }
@@ -236,7 +341,19 @@ fn take_document(value: Value, source: Source, read: &mut Inputs) {
     take_object(value, source, read);
 }
 
+/// A document of the input: an object to check, or no object at all (a
+/// note), or an object that cannot be used.
 fn take_object(value: Value, source: Source, read: &mut Inputs) {
+    if source.item.is_none() && !value.get("kind").is_some_and(Value::is_string) {
+        read.notes.push(Note {
+            source,
+            text: format!(
+                "not a Kubernetes object ({}, without a `kind`): skipped",
+                what(&value)
+            ),
+        });
+        return;
+    }
     match object_problem(&value) {
         None => read.manifests.push(Manifest {
             object: value,
@@ -343,18 +460,38 @@ a: [unclosed
             .iter()
             .map(|u| format!("{}: {}", u.source, u.reason))
             .collect();
-        assert_eq!(problems.len(), 4, "{problems:#?}");
+        assert_eq!(problems.len(), 2, "{problems:#?}");
         assert_eq!(
             problems[0],
             "m.yaml:7 (List item 1): not a Kubernetes object: a string"
         );
-        assert_eq!(problems[1], "m.yaml:15: not a Kubernetes object: a list");
-        assert_eq!(problems[2], "m.yaml:18: not a Kubernetes object: no `kind`");
         assert!(
-            problems[3].starts_with("m.yaml:26: not YAML")
-                && problems[3].contains("flow sequence at line 25 column 4"),
+            problems[1].starts_with("m.yaml:26: not YAML")
+                && problems[1].contains("flow sequence at line 25 column 4"),
             "{}",
-            problems[3]
+            problems[1]
+        );
+        let notes: Vec<String> = read
+            .notes
+            .iter()
+            .map(|n| format!("{}: {}", n.source, n.text))
+            .collect();
+        assert_eq!(
+            notes,
+            [
+                "m.yaml:15: not a Kubernetes object (a list, without a `kind`): skipped",
+                "m.yaml:18: not a Kubernetes object (a mapping, without a `kind`): skipped",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_object_without_its_api_version_is_unusable() {
+        let read = read("kind: Pod\nmetadata: {name: x}\n");
+        assert!(read.notes.is_empty());
+        assert_eq!(
+            read.unusable[0].reason,
+            "not a Kubernetes object: no `apiVersion`"
         );
     }
 

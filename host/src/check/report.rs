@@ -54,6 +54,9 @@ pub fn table(outcome: &Outcome, mode: &str) -> String {
     for unusable in &outcome.unusable {
         let _ = writeln!(out, "{}: {}", unusable.source, unusable.reason);
     }
+    for note in &outcome.notes {
+        let _ = writeln!(out, "note: {}: {}", note.source, note.text);
+    }
     for warning in &outcome.warnings {
         let _ = writeln!(out, "warning: {warning}");
     }
@@ -85,6 +88,9 @@ pub fn summary(outcome: &Outcome) -> String {
             ", {} left out by the policy's rules or selectors",
             outcome.not_covered
         );
+    }
+    if !outcome.notes.is_empty() {
+        let _ = write!(line, ", {} skipped", outcome.notes.len());
     }
     if !outcome.unusable.is_empty() {
         let _ = write!(
@@ -120,9 +126,15 @@ pub fn json(outcome: &Outcome, mode: &str) -> String {
         .iter()
         .map(|u| json!({"source": u.source.to_string(), "reason": u.reason}))
         .collect();
+    let notes: Vec<_> = outcome
+        .notes
+        .iter()
+        .map(|n| json!({"source": n.source.to_string(), "note": n.text}))
+        .collect();
     let document = json!({
         "results": rows,
         "unusable": unusable,
+        "notes": notes,
         "warnings": outcome.warnings,
         "mode": mode,
         "checked": outcome.rows.len(),
