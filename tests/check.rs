@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 fn manifest(path: &str) -> PolicySource {
     let path = root().join(path);
     let text = std::fs::read_to_string(&path).expect("a manifest");
-    PolicySource::Manifest(path, serde_yaml::from_str(&text).expect("YAML"))
+    PolicySource::Manifest(path, yaml_serde::from_str(&text).expect("YAML"))
 }
 
 fn settings(json: Value) -> PolicySource {
@@ -226,7 +226,7 @@ fn the_modules_own_rules_or_every_object() {
     assert_eq!(report["checked"], 3, "the ConfigMap too: {report:#}");
 
     let metadata: Value =
-        serde_yaml::from_str(&std::fs::read_to_string(root().join("metadata.yml")).unwrap())
+        yaml_serde::from_str(&std::fs::read_to_string(root().join("metadata.yml")).unwrap())
             .unwrap();
     let annotated = scratch("annotated").join("annotated.wasm");
     std::fs::write(

@@ -193,7 +193,7 @@ fn requests_index(request: &Request) -> usize {
 fn excluded_namespaces() -> Vec<String> {
     let text = std::fs::read_to_string(root().join("examples/cluster-admission-policy.yaml"))
         .expect("the example policy");
-    let policy: Value = serde_yaml::from_str(&text).expect("YAML");
+    let policy: Value = yaml_serde::from_str(&text).expect("YAML");
     let expressions = policy["spec"]["namespaceSelector"]["matchExpressions"]
         .as_array()
         .expect("a namespaceSelector with matchExpressions");

@@ -10,7 +10,7 @@ use std::process::Command;
 use annotations_policy::bookkeeping;
 use annotations_policy::criterion::Criterion;
 use annotations_policy::settings::FIELD_NAMES;
-use serde_yaml::{Mapping, Value};
+use yaml_serde::{Mapping, Value};
 
 fn path(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(file)
@@ -21,11 +21,11 @@ fn text(file: &str) -> String {
 }
 
 fn yaml(file: &str) -> Value {
-    serde_yaml::from_str(&text(file)).expect(file)
+    yaml_serde::from_str(&text(file)).expect(file)
 }
 
 fn embedded(text: &Value) -> Value {
-    serde_yaml::from_str(text.as_str().expect("embedded YAML is a string")).expect("embedded YAML")
+    yaml_serde::from_str(text.as_str().expect("embedded YAML is a string")).expect("embedded YAML")
 }
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -248,7 +248,7 @@ fn artifacthub_pkg_is_what_kwctl_scaffolds() {
             Value::Mapping(m)
         })
         .collect();
-    let expected = serde_yaml::to_value(serde_json::json!({
+    let expected = yaml_serde::to_value(serde_json::json!({
         "version": VERSION,
         "name": annotation("io.kubewarden.policy.title"),
         "displayName": annotation("io.artifacthub.displayName"),

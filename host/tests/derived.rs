@@ -160,7 +160,7 @@ fn an_indexed_jobs_pods_carry_their_index() {
 
 #[test]
 fn a_cronjobs_job_takes_the_job_template_and_the_schedule() {
-    let cronjob: Value = serde_yaml::from_str(
+    let cronjob: Value = yaml_serde::from_str(
         "apiVersion: batch/v1
 kind: CronJob
 metadata: {name: report, annotations: {example.com/owner: a, kubectl.kubernetes.io/last-applied-configuration: x}}

@@ -126,7 +126,7 @@ fn dump(objects: usize) -> String {
     }
     items.truncate(objects);
     let list = json!({"apiVersion": "v1", "kind": "List", "items": items, "metadata": {"resourceVersion": ""}});
-    serde_yaml::to_string(&list).expect("YAML")
+    yaml_serde::to_string(&list).expect("YAML")
 }
 
 fn metadata(namespace: &str, name: &str, annotations: Value) -> Value {

@@ -276,7 +276,7 @@ fn envelope<'a>(path: &Path, json: &'a str) -> Result<Envelope<'a>, String> {
 fn read_yaml(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    serde_yaml::from_str(&text)
+    yaml_serde::from_str(&text)
         .map_err(|e| format!("{} is not valid YAML or JSON: {e}", path.display()))
 }
 

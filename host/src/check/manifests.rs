@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+mod documents;
+
 /// Where a document or object came from: a file (or `-`) and the line its
 /// document starts on, and its place in a `List`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +75,7 @@ pub fn read_inputs(inputs: &[String]) -> Inputs {
         if input == "-" {
             let mut text = String::new();
             match std::io::stdin().read_to_string(&mut text) {
-                Ok(_) => read_text("-", &text, is_json_text(&text), &mut read),
+                Ok(_) => read_text("-", &text, &mut read),
                 Err(e) => read.unusable.push(whole("-", format!("cannot read: {e}"))),
             }
             continue;
@@ -216,8 +218,7 @@ fn read_file(path: &Path, read: &mut Inputs) {
                 });
                 return;
             }
-            let json = path.extension().is_some_and(|e| e == "json");
-            read_text(&name, &text, json, read);
+            read_text(&name, &text, read);
         }
         Err(e) => read
             .unusable
@@ -225,102 +226,28 @@ fn read_file(path: &Path, read: &mut Inputs) {
     }
 }
 
-/// Standard input has no name to tell JSON by.
-fn is_json_text(text: &str) -> bool {
-    matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'['))
-}
-
-/// Reads one file's text: JSON whole, YAML document by document.
-pub fn read_text(file: &str, text: &str, json: bool, read: &mut Inputs) {
-    if json {
-        let source = |line| Source {
-            file: file.to_string(),
-            line,
-            item: None,
-        };
-        match serde_json::from_str::<Value>(text) {
-            Ok(value) => take_document(value, source(1), read),
-            Err(e) => read.unusable.push(Unusable {
-                source: source(e.line().max(1)),
-                reason: format!("not JSON: {e}"),
-            }),
-        }
-        return;
-    }
-    for (line, document) in documents(text) {
-        // A document is where its first line of content is, past comments.
-        let blank = |l: &str| {
-            let l = l.trim();
-            l.is_empty() || l.starts_with('#')
-        };
-        let Some(skipped) = document.lines().position(|l| !blank(l)) else {
-            continue;
-        };
-        let source = Source {
-            file: file.to_string(),
-            line: line + skipped,
-            item: None,
-        };
-        match serde_yaml::from_str::<Value>(document) {
+/// Reads one input's text, document by document.
+pub fn read_text(file: &str, text: &str, read: &mut Inputs) {
+    for (line, document) in documents::read(text) {
+        let source = file_source(file, line);
+        match document {
             Ok(value) => take_document(value, source, read),
-            Err(e) => {
-                let at = e.location().map_or(0, |l| l.line().saturating_sub(1));
-                read.unusable.push(Unusable {
-                    source: Source {
-                        line: line + at,
-                        ..source
-                    },
-                    reason: format!("not YAML: {}", in_file_lines(&e.to_string(), line - 1)),
-                });
-            }
+            Err(reason) => read.unusable.push(Unusable { source, reason }),
         }
     }
 }
 
-/// The documents of a YAML stream, each with the line it starts on: they
-/// are cut at lines that are `---` (or start with `--- `), as kubectl cuts
-/// them.
-fn documents(text: &str) -> Vec<(usize, &str)> {
-    let mut documents = Vec::new();
-    let (mut start, mut start_line) = (0, 1);
-    let mut offset = 0;
-    for (number, line) in text.split_inclusive('\n').enumerate() {
-        let content = line.trim_end();
-        if content == "---" || content.starts_with("--- ") {
-            documents.push((start_line, &text[start..offset]));
-            start = offset + line.len();
-            start_line = number + 2;
-        }
-        offset += line.len();
-    }
-    documents.push((start_line, &text[start..]));
-    documents
-}
-
-/// The YAML parser counts lines from the document's start: `line N` in its
-/// message becomes the file's line.
-fn in_file_lines(message: &str, offset: usize) -> String {
-    let mut out = String::new();
-    let mut rest = message;
-    while let Some(at) = rest.find("line ") {
-        let (before, after) = rest.split_at(at + "line ".len());
-        out.push_str(before);
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        if let Ok(number) = after[..digits].parse::<usize>() {
-            out.push_str(&(number + offset).to_string());
-        }
-        rest = &after[digits..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// A document: an object, a `List` of objects, or something unusable.
+/// A document: an object, a list of objects (`List`, or a typed list
+/// such as `ConfigMapList`, as `kubectl get -o yaml` writes them), or
+/// something unusable.
 fn take_document(value: Value, source: Source, read: &mut Inputs) {
     if value.is_null() {
         return;
     }
-    if value["kind"] == "List" && value.get("items").is_some() {
+    let list = value["kind"]
+        .as_str()
+        .is_some_and(|kind| kind.ends_with("List"));
+    if list && value.get("items").is_some() {
         match value.get("items").and_then(Value::as_array) {
             Some(items) => {
                 for (i, item) in items.iter().enumerate() {
@@ -374,13 +301,41 @@ fn object_problem(value: &Value) -> Option<String> {
         (None, _) => Some("not a Kubernetes object: no `apiVersion`".to_string()),
         (Some(_), Some(_)) => match object.get("metadata") {
             Some(Value::Object(metadata)) => match metadata.get("name") {
-                Some(Value::String(name)) if !name.is_empty() => None,
-                _ if metadata.get("generateName").is_some_and(Value::is_string) => None,
+                Some(Value::String(name)) if !name.is_empty() => strings_only(metadata),
+                _ if metadata.get("generateName").is_some_and(Value::is_string) => {
+                    strings_only(metadata)
+                }
                 _ => Some("no `metadata.name`".to_string()),
             },
             _ => Some("no `metadata`".to_string()),
         },
     }
+}
+
+/// The API server takes only strings as annotation and label values
+/// (`map[string]string`): it refuses an object with `owner: 1` before any
+/// policy sees it, so the check does not judge one.
+fn strings_only(metadata: &serde_json::Map<String, Value>) -> Option<String> {
+    for field in ["annotations", "labels"] {
+        match metadata.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(map)) => {
+                if let Some((key, value)) = map.iter().find(|(_, v)| !v.is_string()) {
+                    return Some(format!(
+                        "`metadata.{field}` \"{key}\" is {}, and the API server takes only strings: quote it",
+                        what(value)
+                    ));
+                }
+            }
+            Some(other) => {
+                return Some(format!(
+                    "`metadata.{field}` is {}, not a mapping",
+                    what(other)
+                ));
+            }
+        }
+    }
+    None
 }
 
 fn what(value: &Value) -> &'static str {
@@ -400,19 +355,20 @@ mod tests {
 
     fn read(text: &str) -> Inputs {
         let mut read = Inputs::default();
-        read_text("m.yaml", text, false, &mut read);
+        read_text("m.yaml", text, &mut read);
         read
     }
 
     #[test]
-    fn documents_are_cut_at_separator_lines_with_their_lines() {
-        let text = "a: 1\n---\nb: 2\n--- \nc: 3\n--- # comment\nd: 4\n";
-        let docs = documents(text);
-        let lines: Vec<usize> = docs.iter().map(|(line, _)| *line).collect();
-        assert_eq!(lines, [1, 3, 5, 7]);
-        assert_eq!(docs[1].1, "b: 2\n");
-        // A `---` inside a value is not a separator.
-        assert_eq!(documents("a: |\n  ---\n").len(), 1);
+    fn typed_lists_are_read_item_by_item() {
+        let read = read(
+            "apiVersion: v1\nkind: ConfigMapList\nmetadata: {resourceVersion: \"7\"}\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n",
+        );
+        assert_eq!(read.manifests.len(), 1, "{:?}", read.unusable);
+        assert_eq!(
+            read.manifests[0].source.to_string(),
+            "m.yaml:1 (List item 0)"
+        );
     }
 
     #[test]
@@ -486,6 +442,56 @@ a: [unclosed
     }
 
     #[test]
+    fn what_the_api_server_refuses_is_unusable() {
+        let object = |metadata: &str| {
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n{metadata}")
+        };
+        for (metadata, reason) in [
+            (
+                "  annotations:\n    example.com/owner: 1\n",
+                "`metadata.annotations` \"example.com/owner\" is a number, and the API server takes only strings: quote it",
+            ),
+            (
+                "  labels:\n    enabled: true\n",
+                "`metadata.labels` \"enabled\" is a boolean, and the API server takes only strings: quote it",
+            ),
+            (
+                "  annotations: [a]\n",
+                "`metadata.annotations` is a list, not a mapping",
+            ),
+        ] {
+            let read = read(&object(metadata));
+            assert!(read.manifests.is_empty(), "{metadata}");
+            assert_eq!(read.unusable[0].reason, reason);
+        }
+        let twice = read(&object("  annotations:\n    a: b\n    a: c\n"));
+        assert!(twice.manifests.is_empty());
+        assert!(
+            twice.unusable[0]
+                .reason
+                .contains("duplicate entry with key \"a\""),
+            "{:?}",
+            twice.unusable
+        );
+        let fine = read(&object(
+            "  annotations:\n    example.com/owner: \"1\"\n  labels: null\n",
+        ));
+        assert_eq!(fine.manifests.len(), 1, "{:?}", fine.unusable);
+    }
+
+    #[test]
+    fn merge_keys_are_merged() {
+        let read = read(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  annotations:\n    <<: {example.com/owner: me}\n    example.com/team: web\n",
+        );
+        assert_eq!(read.manifests.len(), 1, "{:?}", read.unusable);
+        assert_eq!(
+            read.manifests[0].object["metadata"]["annotations"],
+            serde_json::json!({"example.com/owner": "me", "example.com/team": "web"})
+        );
+    }
+
+    #[test]
     fn an_object_without_its_api_version_is_unusable() {
         let read = read("kind: Pod\nmetadata: {name: x}\n");
         assert!(read.notes.is_empty());
@@ -501,11 +507,10 @@ a: [unclosed
         read_text(
             "m.json",
             r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}]}"#,
-            true,
             &mut read,
         );
         assert_eq!(read.manifests.len(), 1);
-        read_text("bad.json", "{\n\"a\": \n", true, &mut read);
+        read_text("bad.json", "{\n\"a\": \n", &mut read);
         assert_eq!(read.unusable[0].source.to_string(), "bad.json:3");
     }
 }

@@ -1,0 +1,456 @@
+//! The documents of one input's text, as JSON values with the line each
+//! starts on, read as the YAML spec and kubectl mean them: YAML streams
+//! (a document may start on its `---` line, `--- {...}`), merge keys, a
+//! byte-order mark, JSON (which is YAML), and JSON values one after another
+//! (`kubectl get -o json` in a loop, NDJSON). JSON or YAML is decided by the
+//! content, never by the file's name.
+//!
+//! `yaml_serde` (the maintained successor of `serde_yaml`, which Kubewarden
+//! moved to) parses each document. It reports no position for a document
+//! that parses, and one broken document ends its stream; so the stream is
+//! cut here at its document markers first, which the YAML spec makes
+//! lines of their own (a line that starts with `---` or `...` followed by a
+//! space or its end is a marker, and no scalar may hold one), and each
+//! piece is parsed alone: every document gets its line, and a broken one
+//! hides none of the others.
+
+use serde_json::Value;
+
+/// One document: its value, or why it cannot be read, at a line of the
+/// text.
+pub type Read = (usize, Result<Value, String>);
+
+/// Every document of `text`, in order; documents without content (only
+/// comments, an empty `---`) are left out.
+pub fn read(text: &str) -> Vec<Read> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let json_like = matches!(text.trim_start().as_bytes().first(), Some(b'{' | b'['));
+    let json_error = match json_like {
+        true => match json_values(text) {
+            Ok(values) => return values,
+            Err(error) => Some(error),
+        },
+        false => None,
+    };
+    let documents: Vec<Read> = pieces(text).into_iter().map(yaml_document).collect();
+    match json_error {
+        // Text that starts as JSON and reads as no YAML either is broken
+        // JSON: say where, as JSON.
+        Some(error) if documents.iter().all(|(_, value)| value.is_err()) => vec![error],
+        _ => documents,
+    }
+}
+
+/// JSON values one after another, each at its line.
+fn json_values(text: &str) -> Result<Vec<Read>, Read> {
+    let mut values = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let mut end = 0;
+    while let Some(next) = stream.next() {
+        match next {
+            Ok(value) => {
+                let start = end + (text[end..].len() - text[end..].trim_start().len());
+                values.push((line_at(text, start), Ok(value)));
+                end = stream.byte_offset();
+            }
+            Err(error) => {
+                let message = error.to_string();
+                let reason = match message.strip_prefix("recursion limit exceeded") {
+                    Some(at) => too_deep(at),
+                    None => format!("not JSON: {message}"),
+                };
+                return Err((error.line().max(1), Err(reason)));
+            }
+        }
+    }
+    Ok(values)
+}
+
+fn line_at(text: &str, offset: usize) -> usize {
+    1 + text.as_bytes()[..offset]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+}
+
+/// A document's text, from its `---` (if it has one) to the next marker.
+#[derive(Debug)]
+struct Piece<'t> {
+    text: &'t str,
+    /// The line of the file the piece starts on.
+    first_line: usize,
+    /// The line of its first content: past comments, blank lines and
+    /// directives; the `---` line itself when the document starts there.
+    content_line: usize,
+}
+
+/// Whether `line` is the marker `marker` (`---` or `...`), alone or
+/// followed by a space, a tab or a comment.
+fn is_marker(line: &str, marker: &str) -> bool {
+    line.strip_prefix(marker)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
+}
+
+/// Whether `line` holds content, not only white space, a comment or a
+/// directive (`%YAML`).
+fn has_content(line: &str) -> bool {
+    let line = line.trim();
+    !(line.is_empty() || line.starts_with('#') || line.starts_with('%'))
+}
+
+/// The pieces of `text` that hold a document.
+fn pieces(text: &str) -> Vec<Piece<'_>> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut first_line = 1;
+    let mut content_line = None;
+    let mut offset = 0;
+    let mut close = |from: usize, to: usize, first: usize, content: Option<usize>| {
+        if let Some(content_line) = content {
+            pieces.push(Piece {
+                text: &text[from..to],
+                first_line: first,
+                content_line,
+            });
+        }
+    };
+    for (index, line) in text.split_inclusive('\n').enumerate() {
+        let number = index + 1;
+        if is_marker(line, "---") {
+            close(start, offset, first_line, content_line);
+            start = offset;
+            first_line = number;
+            content_line = has_content(&line[3..]).then_some(number);
+        } else if is_marker(line, "...") {
+            close(start, offset + line.len(), first_line, content_line);
+            start = offset + line.len();
+            first_line = number + 1;
+            content_line = None;
+        } else if content_line.is_none() && has_content(line) {
+            content_line = Some(number);
+        }
+        offset += line.len();
+    }
+    close(start, text.len(), first_line, content_line);
+    pieces
+}
+
+/// One document as the JSON the API server reads: a key given twice in a
+/// mapping is refused (as kubectl refuses it), merge keys (`<<`) merged. At
+/// the line of its content, or of what is wrong with it.
+fn yaml_document(piece: Piece<'_>) -> Read {
+    if let Some(line) = flow_too_deep(piece.text) {
+        let line = piece.first_line + line - 1;
+        return (line, Err(too_deep(&format!(" at line {line}"))));
+    }
+    let parsed = match piece.text.contains("<<") {
+        // Merging needs the library's own values, converted after.
+        true => yaml_serde::from_str::<yaml_serde::Value>(piece.text)
+            .and_then(|mut value| {
+                value.apply_merge()?;
+                Ok(value)
+            })
+            .map(|value| {
+                serde_json::to_value(value).map_err(|e| {
+                    format!("not usable as JSON, as the API server reads objects: {e}")
+                })
+            }),
+        // Nearly every document: straight to JSON values, a fifth of the
+        // time of a dump spent the other way.
+        false => yaml_serde::from_str::<Strict>(piece.text).map(|strict| Ok(strict.0)),
+    };
+    match parsed {
+        Ok(value) => (piece.content_line, value),
+        Err(error) => {
+            let line = error
+                .location()
+                .map_or(piece.content_line, |at| piece.first_line + at.line() - 1);
+            let message = in_file_lines(&error.to_string(), piece.first_line - 1);
+            let reason = match message.strip_prefix("recursion limit exceeded") {
+                Some(at) => too_deep(at),
+                None => format!("not YAML: {message}"),
+            };
+            (line, Err(reason))
+        }
+    }
+}
+
+/// The parser's depth limit: no manifest nests so deep.
+const MAX_DEPTH: usize = 128;
+
+fn too_deep(at: &str) -> String {
+    format!("nested more than {MAX_DEPTH} levels deep{at}: no object nests so deep")
+}
+
+/// The line (from 1) where flow collections (`[`, `{`) first nest deeper
+/// than `MAX_DEPTH`, outside quotes and comments. The parser would refuse
+/// such a document too, but only after scanning it in time that grows with
+/// its length times its depth; this finds it in one pass. (Brackets in a
+/// block scalar count too: only a text that opens more than 128 without
+/// closing them is refused for it.)
+fn flow_too_deep(text: &str) -> Option<usize> {
+    let (mut depth, mut line) = (0usize, 1);
+    let mut bytes = text.bytes().peekable();
+    let mut previous = b'\n';
+    while let Some(b) = bytes.next() {
+        match b {
+            b'\n' => line += 1,
+            b'#' if previous.is_ascii_whitespace() => {
+                while bytes.next_if(|&b| b != b'\n').is_some() {}
+            }
+            b'"' => {
+                while let Some(b) = bytes.next() {
+                    match b {
+                        b'\\' => {
+                            bytes.next();
+                        }
+                        b'"' => break,
+                        b'\n' => line += 1,
+                        _ => {}
+                    }
+                }
+            }
+            b'\'' if depth > 0 || !previous.is_ascii_alphanumeric() => {
+                for b in bytes.by_ref() {
+                    match b {
+                        b'\'' => break,
+                        b'\n' => line += 1,
+                        _ => {}
+                    }
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Some(line);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        previous = b;
+    }
+    None
+}
+
+/// A JSON value read from YAML, refusing a mapping that names a key twice
+/// (which `serde_json::Value` would keep the last of, and the API server
+/// refuses). serde offers no such value: this is `Value`'s own visitor with
+/// that one check.
+struct Strict(Value);
+
+impl<'de> serde::Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a value JSON can hold")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Strict(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut members = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let Strict(value) = map.next_value()?;
+            if members.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "duplicate entry with key {key:?}"
+                )));
+            }
+            members.insert(key, value);
+        }
+        Ok(Value::Object(members))
+    }
+}
+
+/// The YAML parser counts lines from the piece's start: `line N` in its
+/// message becomes the file's line.
+fn in_file_lines(message: &str, offset: usize) -> String {
+    let mut out = String::new();
+    let mut rest = message;
+    while let Some(at) = rest.find("line ") {
+        let (before, after) = rest.split_at(at + "line ".len());
+        out.push_str(before);
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if let Ok(number) = after[..digits].parse::<usize>() {
+            out.push_str(&(number + offset).to_string());
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn lines_and_values(text: &str) -> Vec<(usize, Value)> {
+        read(text)
+            .into_iter()
+            .map(|(line, value)| (line, value.unwrap_or_else(|e| json!({ "error": e }))))
+            .collect()
+    }
+
+    #[test]
+    fn a_document_may_start_on_its_marker_line() {
+        let text = "a: 1\n--- {b: 2}\n--- |\n  text\n---\n# nothing\n---\n\nc: 3\n";
+        assert_eq!(
+            lines_and_values(text),
+            [
+                (1, json!({"a": 1})),
+                (2, json!({"b": 2})),
+                (3, json!("text\n")),
+                (9, json!({"c": 3})),
+            ]
+        );
+        // A `---` inside a value, indented, is no marker; `----` is none.
+        assert_eq!(lines_and_values("a: |\n  ---\n").len(), 1);
+        assert_eq!(lines_and_values("a: |\n  x\n----: 1\n").len(), 1);
+    }
+
+    #[test]
+    fn merge_keys_a_byte_order_mark_and_an_end_marker() {
+        let text = "\u{feff}base: &b {x: 1}\nm:\n  <<: *b\n  y: 2\n...\n---\nz: 3\n";
+        assert_eq!(
+            lines_and_values(text),
+            [
+                (1, json!({"base": {"x": 1}, "m": {"x": 1, "y": 2}})),
+                (7, json!({"z": 3})),
+            ]
+        );
+    }
+
+    #[test]
+    fn json_one_value_after_another_and_json_before_yaml() {
+        let text = "{\"a\": 1}\n{\"b\": 2}{\"c\": 3}\n\n[1]\n";
+        assert_eq!(
+            lines_and_values(text),
+            [
+                (1, json!({"a": 1})),
+                (2, json!({"b": 2})),
+                (2, json!({"c": 3})),
+                (4, json!([1])),
+            ]
+        );
+        let mixed = "{\"a\": 1}\n---\nb: 2\n";
+        assert_eq!(
+            lines_and_values(mixed),
+            [(1, json!({"a": 1})), (3, json!({"b": 2}))]
+        );
+    }
+
+    #[test]
+    fn a_broken_document_hides_none_of_the_others() {
+        let text = "a: 1\n---\nb: [unclosed\n---\nc: 3\n";
+        let read = read(text);
+        assert_eq!(read.len(), 3);
+        assert_eq!(read[0].1, Ok(json!({"a": 1})));
+        let (line, error) = (&read[1].0, read[1].1.as_ref().unwrap_err());
+        assert_eq!(*line, 4, "the line of the error");
+        assert!(
+            error.starts_with("not YAML") && error.contains("line 4"),
+            "{error}"
+        );
+        assert_eq!(read[2].1, Ok(json!({"c": 3})));
+        let twice = read_one("a: 1\na: 2\n");
+        assert!(
+            twice
+                .unwrap_err()
+                .contains("duplicate entry with key \"a\"")
+        );
+    }
+
+    fn read_one(text: &str) -> Result<Value, String> {
+        let mut read = read(text);
+        assert_eq!(read.len(), 1, "{read:?}");
+        read.remove(0).1
+    }
+
+    /// Refused at the parser's depth limit, at once: reading a document
+    /// costs time in proportion to its length, however deep.
+    #[test]
+    fn a_document_nested_too_deep_is_refused_saying_so() {
+        for depth in [200, 100_000] {
+            let text = format!("a: {}{}\n", "[".repeat(depth), "]".repeat(depth));
+            let error = read_one(&text).unwrap_err();
+            assert!(
+                error.starts_with("nested more than 128 levels deep at line 1"),
+                "{error}"
+            );
+            let json = format!("{{\"a\": {}{}}}\n", "[".repeat(depth), "]".repeat(depth));
+            let error = read_one(&json).unwrap_err();
+            assert!(
+                error.starts_with("nested more than 128 levels deep at line 1"),
+                "{error}"
+            );
+        }
+        let nested_100 = format!("a: {}{}\n", "[".repeat(100), "]".repeat(100));
+        assert!(read_one(&nested_100).is_ok());
+        // Brackets in quotes and comments, and a word's apostrophe, open
+        // nothing.
+        let quoted = format!(
+            "a: \"{0}\"\nb: '{0}'\n# {0}\nc: it's [1]\nd: [\"{0}\", '{0}']\n",
+            "[".repeat(200)
+        );
+        assert!(read_one(&quoted).is_ok(), "{:?}", read_one(&quoted));
+    }
+
+    #[test]
+    fn broken_json_is_reported_as_json() {
+        let error = read_one("{\n\"a\": \n").unwrap_err();
+        assert!(error.starts_with("not JSON"), "{error}");
+        assert_eq!(read("{\n\"a\": \n")[0].0, 3);
+    }
+}
