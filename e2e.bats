@@ -310,6 +310,26 @@ runner_check() {
   [[ "$output" == *", 2 skipped" ]]
 }
 
+@test "the runner's command line: help and version on stdout, usage errors exit 2" {
+  if [ ! -x "$BATS_TEST_DIRNAME/target/debug/policy-runner" ]; then
+    skip "the project's runner is not built (cargo test builds it)"
+  fi
+  runner="$BATS_TEST_DIRNAME/target/debug/policy-runner"
+  run --separate-stderr "$runner" check --help
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"--kubectl-apply"*"--no-derived"*"--output"* ]]
+  [ -z "$stderr" ]
+  run --separate-stderr "$runner" --version
+  [ "$status" -eq 0 ]
+  [[ "$output" == "policy-runner $(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)" ]]
+  run --separate-stderr "$runner" check "$POLICY" --settings-json '{}' --settings-json '{}' examples/
+  [ "$status" -eq 2 ]
+  [[ "$stderr" == *"cannot be used multiple times"* ]]
+  run --separate-stderr "$runner" check README.md --settings-json '{"criteria":"containsAnyOf","values":["a"]}' examples/
+  [ "$status" -eq 2 ]
+  [ "$stderr" = "Error: README.md: not a WebAssembly module (a module's first bytes are \\0asm)" ]
+}
+
 @test "check: unusable input and settings exit 2" {
   printf 'kind: Pod\n' > "$BATS_TEST_TMPDIR/bad.yaml"
   runner_check --settings-json '{"criteria":"containsAnyOf","values":["a"]}' "$BATS_TEST_TMPDIR/bad.yaml"

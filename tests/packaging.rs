@@ -38,6 +38,13 @@ fn annotation<'a>(metadata: &'a Value, key: &str) -> &'a str {
 
 #[test]
 fn one_version_number_everywhere() {
+    // `policy-runner --version`, released beside the module.
+    let host = text("host/Cargo.toml");
+    let host = host
+        .lines()
+        .find_map(|line| line.strip_prefix("version = "))
+        .expect("host/Cargo.toml has a version");
+    assert_eq!(host, format!("\"{VERSION}\""), "host/Cargo.toml");
     let metadata = yaml("metadata.yml");
     assert_eq!(
         annotation(&metadata, "io.kubewarden.policy.version"),

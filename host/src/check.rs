@@ -68,6 +68,7 @@ impl Command {
         let module = self.module.display();
         let bytes =
             std::fs::read(&self.module).map_err(|e| format!("cannot read {module}: {e}"))?;
+        crate::webassembly(&self.module, &bytes)?;
         let policy = match &self.policy {
             PolicySource::Manifest(path, manifest) => {
                 Policy::from_manifest(manifest).map_err(|e| format!("{}: {e}", path.display()))?

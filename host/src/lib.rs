@@ -52,10 +52,24 @@ pub struct CompiledPolicy {
     module: Module,
 }
 
+/// `Err` with one line naming `path` when `bytes` are no WebAssembly
+/// module: wasmtime would try them as the text format and answer with a
+/// dump of the bytes it could not parse.
+pub fn webassembly(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    match bytes.starts_with(b"\0asm") {
+        true => Ok(()),
+        false => Err(format!(
+            "{}: not a WebAssembly module (a module's first bytes are \\0asm)",
+            path.display()
+        )),
+    }
+}
+
 impl CompiledPolicy {
     pub fn from_file(path: &Path) -> Result<CompiledPolicy, HostError> {
         let bytes =
             std::fs::read(path).map_err(|e| HostError::Load(format!("{}: {e}", path.display())))?;
+        webassembly(path, &bytes).map_err(HostError::Load)?;
         CompiledPolicy::from_bytes(&bytes)
     }
 

@@ -81,6 +81,24 @@ fn a_file_that_is_not_a_module_fails_to_load() {
 }
 
 #[test]
+fn a_file_that_is_not_webassembly_is_named_in_one_line() {
+    let path = std::env::temp_dir().join(format!("not-a-module-{}.wasm", std::process::id()));
+    std::fs::write(&path, "apiVersion: v1\nkind: ConfigMap\n").unwrap();
+    let error = CompiledPolicy::from_file(&path).err().expect("refused");
+    let message = error.to_string();
+    assert!(
+        message.ends_with(
+            "not-a-module-{}.wasm: not a WebAssembly module (a module's first bytes are \\0asm)"
+                .replace("{}", &std::process::id().to_string())
+                .as_str()
+        ),
+        "{message}"
+    );
+    assert_eq!(message.lines().count(), 1, "{message}");
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
 fn the_validate_payload_is_policy_servers() {
     assert_eq!(
         policy_host::validate_payload(br#"{"uid":"1"}"#, br#"{"a":1}"#),

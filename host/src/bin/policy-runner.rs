@@ -5,31 +5,121 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use policy_host::{CompiledPolicy, Policy, ValidationVerdict};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-const USAGE: &str = "\
-usage:
-  policy-runner run <module.wasm> -r|--request-path <file> [--settings-json <json> | --settings-path <file>]
-  policy-runner manifest <module.wasm> <manifest.yaml> [-r|--request-path <file>]
-  policy-runner check <module.wasm> [--policy <manifest.yaml> | --settings-json <json> | --settings-path <file>]
-                      [--namespace <name>] [--kubectl-apply] [--no-derived] [--output table|json] <path>... | -
+/// Runs a Kubewarden policy module (waPC) outside a cluster: `run` and
+/// `manifest` stand in for `kwctl run`, `check` judges manifests before they
+/// are applied.
+#[derive(Parser)]
+#[command(name = "policy-runner", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-`run` prints the verdict as `kwctl run` does. `manifest` checks the settings of
-every policy in a ClusterAdmissionPolicy or (Cluster)AdmissionPolicyGroup
-manifest against the module and, given a request, prints each member's verdict.
-`check` judges every object in the manifests given (files, directories, `-` for
-stdin), and the objects controllers will make from them, as the policy would:
-with the rules and settings of --policy, or the module's own rules and the
-settings given. Exit status: 0 when nothing is rejected, 1 when something is,
-2 on unusable input or settings.";
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate one request and print the answer as `kwctl run` does.
+    Run {
+        /// The policy module (`policy.wasm`).
+        module: PathBuf,
+        /// The AdmissionRequest, bare or inside an AdmissionReview (JSON).
+        #[arg(short = 'r', long)]
+        request_path: PathBuf,
+        #[command(flatten)]
+        settings: SettingsArgs,
+    },
+    /// Check the settings of every policy a ClusterAdmissionPolicy or a
+    /// policy group declares, and, given a request, print each member's
+    /// verdict. Exit status 1 when some settings are invalid.
+    Manifest {
+        /// The policy module (`policy.wasm`).
+        module: PathBuf,
+        /// The policy's manifest (YAML or JSON).
+        manifest: PathBuf,
+        /// A request to evaluate with each member's settings.
+        #[arg(short = 'r', long)]
+        request_path: Option<PathBuf>,
+    },
+    /// Judge every object in the manifests, and the objects the controllers
+    /// will make from them, as the policy would. Exit status: 0 when
+    /// nothing is rejected, 1 when something is, 2 when some input or the
+    /// settings cannot be used.
+    Check(CheckArgs),
+}
+
+/// The policy's settings, as `kwctl run` takes them.
+#[derive(Args)]
+struct SettingsArgs {
+    /// The settings as JSON text.
+    #[arg(long, conflicts_with = "settings_path")]
+    settings_json: Option<String>,
+    /// A file with the settings (YAML or JSON).
+    #[arg(long)]
+    settings_path: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// The policy module; an annotated one (`annotated-policy.wasm`) brings
+    /// its own rules when no --policy is given.
+    module: PathBuf,
+    /// Files and directories of manifests (searched for *.yaml, *.yml and
+    /// *.json), or `-` for standard input.
+    #[arg(required = true)]
+    inputs: Vec<String>,
+    /// A ClusterAdmissionPolicy, AdmissionPolicy or policy group manifest:
+    /// its rules, selectors and settings.
+    #[arg(long, conflicts_with_all = ["settings_json", "settings_path"])]
+    policy: Option<PathBuf>,
+    #[command(flatten)]
+    settings: SettingsArgs,
+    /// The namespace of objects that name none.
+    #[arg(long, default_value = "default")]
+    namespace: String,
+    /// Judge the objects as `kubectl apply` sends them, with its
+    /// `last-applied-configuration`.
+    #[arg(long)]
+    kubectl_apply: bool,
+    /// Leave out the objects the controllers would make.
+    #[arg(long)]
+    no_derived: bool,
+    /// How to print the results.
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
+    output: Output,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Output {
+    /// A table, then a summary line.
+    Table,
+    /// One JSON document, for machines.
+    Json,
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let checking = args.first().is_some_and(|command| command == "check");
-    match run(&args) {
+    // clap prints help and version on stdout (status 0) and a usage error
+    // on stderr (status 2).
+    let cli = Cli::parse();
+    let checking = matches!(cli.command, Command::Check(_));
+    let result = match cli.command {
+        Command::Run {
+            module,
+            request_path,
+            settings,
+        } => run_request(&module, &request_path, &settings),
+        Command::Manifest {
+            module,
+            manifest,
+            request_path,
+        } => run_manifest(&module, &manifest, request_path.as_deref()),
+        Command::Check(args) => run_check(args),
+    };
+    match result {
         Ok(code) => code,
         Err(message) => {
             eprintln!("Error: {message}");
@@ -39,90 +129,28 @@ fn main() -> ExitCode {
     }
 }
 
-#[derive(Default)]
-struct Options {
-    positional: Vec<String>,
-    request_path: Option<PathBuf>,
-    settings_json: Option<String>,
-    settings_path: Option<PathBuf>,
-    policy: Option<PathBuf>,
-    namespace: Option<String>,
-    kubectl_apply: bool,
-    no_derived: bool,
-    output: Option<String>,
-}
-
-fn parse_options(args: &[String]) -> Result<Options, String> {
-    let mut options = Options::default();
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = |name: &str| {
-            inline
-                .clone()
-                .or_else(|| args.next().cloned())
-                .ok_or_else(|| format!("{name} needs a value\n{USAGE}"))
-        };
-        match flag {
-            "-r" | "--request-path" => options.request_path = Some(value(flag)?.into()),
-            "--settings-json" => options.settings_json = Some(value(flag)?),
-            "--settings-path" => options.settings_path = Some(value(flag)?.into()),
-            "--policy" => options.policy = Some(value(flag)?.into()),
-            "--namespace" => options.namespace = Some(value(flag)?),
-            "--output" | "-o" => options.output = Some(value(flag)?),
-            "--kubectl-apply" => options.kubectl_apply = true,
-            "--no-derived" => options.no_derived = true,
-            "-h" | "--help" => return Err(USAGE.to_string()),
-            other if other.starts_with('-') && other.len() > 1 => {
-                return Err(format!("unknown option {other}\n{USAGE}"));
-            }
-            _ => options.positional.push(arg.clone()),
-        }
-    }
-    if options.settings_json.is_some() && options.settings_path.is_some() {
-        return Err("--settings-json and --settings-path exclude each other".to_string());
-    }
-    Ok(options)
-}
-
-fn run(args: &[String]) -> Result<ExitCode, String> {
-    let (command, rest) = args.split_first().ok_or_else(|| USAGE.to_string())?;
-    let options = parse_options(rest)?;
-    match (command.as_str(), options.positional.as_slice()) {
-        ("run", [module]) => run_request(Path::new(module), &options),
-        ("manifest", [module, manifest]) => {
-            run_manifest(Path::new(module), Path::new(manifest), &options)
-        }
-        ("check", [module, inputs @ ..]) if !inputs.is_empty() => {
-            run_check(Path::new(module), inputs, &options)
-        }
-        _ => Err(USAGE.to_string()),
+/// The settings given, if any.
+fn settings(args: &SettingsArgs) -> Result<Option<Value>, String> {
+    match (&args.settings_json, &args.settings_path) {
+        (Some(json), _) => serde_json::from_str::<Value>(json)
+            .map(Some)
+            .map_err(|e| format!("--settings-json is not valid JSON: {e}")),
+        (None, Some(path)) => read_yaml(path).map(Some),
+        (None, None) => Ok(None),
     }
 }
 
-fn run_check(module: &Path, inputs: &[String], options: &Options) -> Result<ExitCode, String> {
+fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
     use policy_host::check::{Command, Format, PolicySource, report::Progress};
-    let format = match options.output.as_deref() {
-        None | Some("table") => Format::Table,
-        Some("json") => Format::Json,
-        Some(other) => return Err(format!("--output {other}: expected table or json")),
+    let format = match args.output {
+        Output::Table => Format::Table,
+        Output::Json => Format::Json,
     };
-    let settings = match (&options.settings_json, &options.settings_path) {
-        (Some(json), _) => Some(
-            serde_json::from_str::<Value>(json)
-                .map_err(|e| format!("--settings-json is not valid JSON: {e}"))?,
-        ),
-        (None, Some(path)) => Some(read_yaml(path)?),
-        (None, None) => None,
-    };
-    let policy = match (&options.policy, settings) {
-        (Some(_), Some(_)) => {
-            return Err("--policy brings its own settings: give it alone".to_string());
+    let policy = match (args.policy, settings(&args.settings)?) {
+        (Some(path), _) => {
+            let manifest = read_yaml(&path)?;
+            PolicySource::Manifest(path, manifest)
         }
-        (Some(path), None) => PolicySource::Manifest(path.clone(), read_yaml(path)?),
         (None, Some(settings)) => PolicySource::Settings(settings),
         (None, None) => {
             return Err(
@@ -132,12 +160,12 @@ fn run_check(module: &Path, inputs: &[String], options: &Options) -> Result<Exit
         }
     };
     let command = Command {
-        module: module.to_path_buf(),
-        inputs: inputs.to_vec(),
+        module: args.module,
+        inputs: args.inputs,
         policy,
-        namespace: options.namespace.clone(),
-        kubectl_apply: options.kubectl_apply,
-        derive: !options.no_derived,
+        namespace: Some(args.namespace),
+        kubectl_apply: args.kubectl_apply,
+        derive: !args.no_derived,
         format,
     };
     let mut progress: Option<Progress> = None;
@@ -150,17 +178,12 @@ fn run_check(module: &Path, inputs: &[String], options: &Options) -> Result<Exit
     Ok(ExitCode::from(finished.status))
 }
 
-fn run_request(module: &Path, options: &Options) -> Result<ExitCode, String> {
-    let request_path = options
-        .request_path
-        .as_deref()
-        .ok_or_else(|| format!("--request-path is required\n{USAGE}"))?;
-    let settings = match (&options.settings_json, &options.settings_path) {
-        (Some(json), _) => serde_json::from_str::<Value>(json)
-            .map_err(|e| format!("--settings-json is not valid JSON: {e}"))?,
-        (None, Some(path)) => read_yaml(path)?,
-        (None, None) => Value::Object(Default::default()),
-    };
+fn run_request(
+    module: &Path,
+    request_path: &Path,
+    settings_args: &SettingsArgs,
+) -> Result<ExitCode, String> {
+    let settings = settings(settings_args)?.unwrap_or_else(|| Value::Object(Default::default()));
     let request = read_request(request_path)?;
     let policy = load(module)?;
     let settings = serde_json::to_vec(&settings).map_err(|e| e.to_string())?;
@@ -177,14 +200,14 @@ fn run_request(module: &Path, options: &Options) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_manifest(module: &Path, manifest: &Path, options: &Options) -> Result<ExitCode, String> {
+fn run_manifest(
+    module: &Path,
+    manifest: &Path,
+    request_path: Option<&Path>,
+) -> Result<ExitCode, String> {
     let manifest = read_yaml(manifest)?;
     let members = policy_settings(&manifest)?;
-    let request = options
-        .request_path
-        .as_deref()
-        .map(read_request)
-        .transpose()?;
+    let request = request_path.map(read_request).transpose()?;
     let policy = load(module)?;
     let mut all_valid = true;
     for (name, settings) in members {
