@@ -248,24 +248,38 @@ impl Checker {
                 message,
                 ..
             } => {
-                let mut causes = Vec::new();
-                let accepted = expression.evaluate(&mut |member: &str| {
-                    let settings = &self
-                        .settings
-                        .iter()
-                        .find(|(name, _)| name == member)
-                        .expect("members were checked when the expression was read")
-                        .1;
-                    let verdict = self.instance.validate(&request, settings)?;
-                    if !verdict.accepted {
-                        let cause = verdict.message.unwrap_or_default();
-                        causes.push(format!("{member}: {cause}"));
-                    }
-                    Ok::<_, HostError>(verdict.accepted)
-                })?;
-                let text = match causes.is_empty() {
-                    true => message.clone(),
-                    false => format!("{message} ({})", causes.join("; ")),
+                // Every member's verdict first: Rhai needs its functions
+                // to own what they answer. Members have no side effects,
+                // so only the calls the expression makes count.
+                let mut verdicts = Vec::with_capacity(self.settings.len());
+                for (name, settings) in &self.settings {
+                    verdicts.push((name.as_str(), self.instance.validate(&request, settings)?));
+                }
+                let answers: Vec<(&str, bool)> =
+                    verdicts.iter().map(|(n, v)| (*n, v.accepted)).collect();
+                let evaluation = expression.evaluate(&answers);
+                let causes: Vec<String> = verdicts
+                    .iter()
+                    .filter(|(name, verdict)| {
+                        !verdict.accepted && evaluation.called.iter().any(|c| c == name)
+                    })
+                    .map(|(name, verdict)| {
+                        format!("{name}: {}", verdict.message.as_deref().unwrap_or_default())
+                    })
+                    .collect();
+                let (accepted, text) = match evaluation.accepted {
+                    Ok(accepted) => (
+                        accepted,
+                        match causes.is_empty() {
+                            true => message.clone(),
+                            false => format!("{message} ({})", causes.join("; ")),
+                        },
+                    ),
+                    // policy-server rejects what its expression fails on.
+                    Err(error) => (
+                        false,
+                        format!("error evaluating policy group expression: {error}"),
+                    ),
                 };
                 (accepted, (!accepted).then_some(text))
             }

@@ -1,173 +1,61 @@
-//! A policy group's `expression`, as policy-server evaluates it: a Rhai
-//! expression over its members, each called as a function that says
-//! whether the member accepts (`required() && !denied()`). The boolean part
-//! of Rhai that such expressions use is read here: member calls, `true`,
-//! `false`, `!`, `&&`, `||` and parentheses, with `&&` and `||` evaluated
-//! left to right and stopping as soon as the answer is known, so that a
-//! member is called, and can reject, only where Rhai would call it.
+//! A policy group's `expression`, evaluated by Rhai as policy-server
+//! evaluates it (kubewarden-controller's
+//! `policy_group_evaluator/evaluator.rs`): a raw engine, with only Rhai's
+//! operators and no standard library, each member registered as a function
+//! of no argument that says whether the member accepts, and the expression
+//! run with `eval_expression::<bool>`. policy-server accepts a group when
+//! that evaluation succeeds with every member answering `true`, and rejects a
+//! request whose evaluation fails.
 
-/// A parsed expression.
+use std::sync::{Arc, Mutex};
+
+/// A group's expression, checked as policy-server checks it at start-up.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Expression {
-    Literal(bool),
-    Member(String),
-    Not(Box<Expression>),
-    And(Box<Expression>, Box<Expression>),
-    Or(Box<Expression>, Box<Expression>),
+pub struct Expression {
+    text: String,
 }
 
+/// How an evaluation ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Token {
-    Name(String),
-    Open,
-    Close,
-    Not,
-    And,
-    Or,
+pub struct Evaluation {
+    /// `Err`: the expression failed, which policy-server answers with a
+    /// rejection (`error evaluating policy group expression: …`).
+    pub accepted: Result<bool, String>,
+    /// The members the expression called, in the order it called them.
+    pub called: Vec<String>,
 }
 
 impl Expression {
-    /// Parses `text`, whose calls must name `members`.
+    /// The expression `text` over `members`, refused where policy-server's
+    /// settings validation refuses it.
     pub fn parse(text: &str, members: &[&str]) -> Result<Expression, String> {
-        let tokens = tokens(text)?;
-        let mut parser = Parser {
-            tokens: &tokens,
-            at: 0,
-            members,
+        let answers: Vec<(&str, bool)> = members.iter().map(|m| (*m, true)).collect();
+        let expression = Expression {
+            text: text.to_string(),
         };
-        let expression = parser.or()?;
-        match parser.tokens.get(parser.at) {
-            None => Ok(expression),
-            Some(token) => Err(format!("unexpected {} after the expression", show(token))),
-        }
+        expression.evaluate(&answers).accepted?;
+        Ok(expression)
     }
 
-    /// Evaluates the expression, calling `member` for each member call that
-    /// is reached.
-    pub fn evaluate<E>(&self, member: &mut impl FnMut(&str) -> Result<bool, E>) -> Result<bool, E> {
-        Ok(match self {
-            Expression::Literal(value) => *value,
-            Expression::Member(name) => member(name)?,
-            Expression::Not(inner) => !inner.evaluate(member)?,
-            Expression::And(a, b) => a.evaluate(member)? && b.evaluate(member)?,
-            Expression::Or(a, b) => a.evaluate(member)? || b.evaluate(member)?,
-        })
-    }
-}
-
-fn show(token: &Token) -> String {
-    match token {
-        Token::Name(name) => format!("`{name}`"),
-        Token::Open => "`(`".to_string(),
-        Token::Close => "`)`".to_string(),
-        Token::Not => "`!`".to_string(),
-        Token::And => "`&&`".to_string(),
-        Token::Or => "`||`".to_string(),
-    }
-}
-
-fn tokens(text: &str) -> Result<Vec<Token>, String> {
-    let mut tokens = Vec::new();
-    let mut chars = text.char_indices().peekable();
-    while let Some((at, c)) = chars.next() {
-        let token = match c {
-            c if c.is_whitespace() => continue,
-            '(' => Token::Open,
-            ')' => Token::Close,
-            '!' => Token::Not,
-            '&' | '|' => {
-                if chars.next_if(|&(_, next)| next == c).is_none() {
-                    return Err(format!("`{c}` at {at}: only `{c}{c}` combines members"));
+    /// Evaluates the expression where each member answers as `answers`
+    /// says; a member is called, and can reject, only where Rhai calls it.
+    pub fn evaluate(&self, answers: &[(&str, bool)]) -> Evaluation {
+        let mut engine = rhai::Engine::new_raw();
+        let called = Arc::new(Mutex::new(Vec::new()));
+        for (name, accepts) in answers {
+            let (name, accepts, called) = (name.to_string(), *accepts, Arc::clone(&called));
+            engine.register_fn(name.clone(), move || {
+                if let Ok(mut called) = called.lock() {
+                    called.push(name.clone());
                 }
-                if c == '&' { Token::And } else { Token::Or }
-            }
-            c if c.is_ascii_alphabetic() || c == '_' => {
-                let mut name = c.to_string();
-                while let Some((_, next)) =
-                    chars.next_if(|&(_, next)| next.is_ascii_alphanumeric() || next == '_')
-                {
-                    name.push(next);
-                }
-                Token::Name(name)
-            }
-            other => {
-                return Err(format!(
-                    "`{other}` at {at}: the check reads member calls, true, false, !, &&, || and parentheses"
-                ));
-            }
-        };
-        tokens.push(token);
-    }
-    Ok(tokens)
-}
-
-struct Parser<'a> {
-    tokens: &'a [Token],
-    at: usize,
-    members: &'a [&'a str],
-}
-
-impl Parser<'_> {
-    fn next(&mut self) -> Option<&Token> {
-        let token = self.tokens.get(self.at);
-        self.at += 1;
-        token
-    }
-
-    fn eat(&mut self, token: &Token) -> bool {
-        let found = self.tokens.get(self.at) == Some(token);
-        if found {
-            self.at += 1;
+                accepts
+            });
         }
-        found
-    }
-
-    fn or(&mut self) -> Result<Expression, String> {
-        let mut left = self.and()?;
-        while self.eat(&Token::Or) {
-            left = Expression::Or(Box::new(left), Box::new(self.and()?));
-        }
-        Ok(left)
-    }
-
-    fn and(&mut self) -> Result<Expression, String> {
-        let mut left = self.unary()?;
-        while self.eat(&Token::And) {
-            left = Expression::And(Box::new(left), Box::new(self.unary()?));
-        }
-        Ok(left)
-    }
-
-    fn unary(&mut self) -> Result<Expression, String> {
-        if self.eat(&Token::Not) {
-            return Ok(Expression::Not(Box::new(self.unary()?)));
-        }
-        match self.next().cloned() {
-            Some(Token::Open) => {
-                let inner = self.or()?;
-                match self.eat(&Token::Close) {
-                    true => Ok(inner),
-                    false => Err("a `(` is not closed".to_string()),
-                }
-            }
-            Some(Token::Name(name)) if name == "true" || name == "false" => {
-                Ok(Expression::Literal(name == "true"))
-            }
-            Some(Token::Name(name)) => {
-                if !(self.eat(&Token::Open) && self.eat(&Token::Close)) {
-                    return Err(format!("`{name}` must be called: `{name}()`"));
-                }
-                if !self.members.contains(&name.as_str()) {
-                    return Err(format!(
-                        "`{name}()` names no member of the group (its members: {})",
-                        self.members.join(", ")
-                    ));
-                }
-                Ok(Expression::Member(name))
-            }
-            Some(token) => Err(format!("unexpected {}", show(&token))),
-            None => Err("the expression ends too soon".to_string()),
-        }
+        let accepted = engine
+            .eval_expression::<bool>(&self.text)
+            .map_err(|e| e.to_string());
+        let called = called.lock().map(|c| c.clone()).unwrap_or_default();
+        Evaluation { accepted, called }
     }
 }
 
@@ -175,17 +63,11 @@ impl Parser<'_> {
 mod tests {
     use super::*;
 
-    fn run(text: &str, accepts: &[(&str, bool)]) -> (bool, Vec<String>) {
-        let names: Vec<&str> = accepts.iter().map(|(n, _)| *n).collect();
+    fn run(text: &str, answers: &[(&str, bool)]) -> (bool, Vec<String>) {
+        let names: Vec<&str> = answers.iter().map(|(n, _)| *n).collect();
         let expression = Expression::parse(text, &names).unwrap();
-        let mut called = Vec::new();
-        let verdict = expression
-            .evaluate(&mut |name: &str| -> Result<bool, ()> {
-                called.push(name.to_string());
-                Ok(accepts.iter().find(|(n, _)| *n == name).unwrap().1)
-            })
-            .unwrap();
-        (verdict, called)
+        let evaluation = expression.evaluate(answers);
+        (evaluation.accepted.unwrap(), evaluation.called)
     }
 
     #[test]
@@ -211,20 +93,47 @@ mod tests {
         assert!(run("true || required() && false", &members).0);
     }
 
+    /// What policy-server's engine takes, the check takes, and what it
+    /// refuses, the check refuses: the answers are Rhai's own.
     #[test]
-    fn what_cannot_be_read_is_said() {
+    fn expressions_are_taken_or_refused_as_policy_server_does() {
         let members = ["a", "b"];
-        for (text, fragment) in [
-            ("a() & b()", "only `&&`"),
-            ("a && b()", "`a` must be called"),
-            ("a() && c()", "names no member"),
-            ("(a()", "not closed"),
-            ("a() b()", "after the expression"),
-            ("a() == true", "`=`"),
-            ("", "ends too soon"),
+        for taken in [
+            "a() && b()",
+            "2 > 1",
+            "a() == true",
+            "a() != b()",
+            "if a() { b() } else { false }",
+            "(a() || b()) && !false",
+            "a() ^ b()",
+            // Rhai's `&` on booleans: both sides always called.
+            "a() & b()",
         ] {
-            let error = Expression::parse(text, &members).unwrap_err();
-            assert!(error.contains(fragment), "{text}: {error}");
+            assert!(
+                Expression::parse(taken, &members).is_ok(),
+                "{taken}: {:?}",
+                Expression::parse(taken, &members)
+            );
         }
+        for (refused, fragment) in [
+            ("a && b()", "Variable not found: a"),
+            ("a() && c()", "Function not found: c ()"),
+            ("(a()", ""),
+            ("", ""),
+            ("1 + 1", "Output type incorrect"),
+            ("let x = a(); x", ""),
+            ("a(1)", "Function not found: a (i64)"),
+        ] {
+            let error = Expression::parse(refused, &members).unwrap_err();
+            assert!(error.contains(fragment), "{refused}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_member_that_rejects_is_called_only_where_rhai_calls_it() {
+        let expression = Expression::parse("a() || b()", &["a", "b"]).unwrap();
+        let evaluation = expression.evaluate(&[("a", true), ("b", false)]);
+        assert_eq!(evaluation.accepted, Ok(true));
+        assert_eq!(evaluation.called, ["a"]);
     }
 }
