@@ -2,7 +2,7 @@
 //! summary line, or JSON for machines; and a progress bar on a terminal.
 
 use std::fmt::Write as _;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use serde_json::json;
 
@@ -148,40 +148,36 @@ pub fn json(outcome: &Outcome, mode: &str) -> String {
 /// only where standard error is a terminal, never in CI logs, and only for
 /// inputs long enough to wait for.
 pub struct Progress {
-    shown: bool,
-    last: usize,
+    bar: Option<indicatif::ProgressBar>,
 }
 
 impl Progress {
     pub fn new(total_hint: usize) -> Progress {
         let terminal = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
-        Progress {
-            shown: terminal && total_hint >= 500,
-            last: 0,
-        }
+        let bar = (terminal && total_hint >= 500).then(|| {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(total_hint as u64),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("checking [{bar:30}] {pos}/{len} objects")
+            {
+                bar.set_style(style.progress_chars("#> "));
+            }
+            bar
+        });
+        Progress { bar }
     }
 
     pub fn update(&mut self, done: usize, total: usize) {
-        if !self.shown || total == 0 {
+        let Some(bar) = &self.bar else {
             return;
-        }
-        let percent = done * 100 / total;
-        if percent == self.last && done != total {
-            return;
-        }
-        self.last = percent;
-        let filled = percent * 30 / 100;
-        let mut stderr = std::io::stderr().lock();
-        let _ = write!(
-            stderr,
-            "\rchecking [{}{}] {done}/{total} objects",
-            "#".repeat(filled),
-            " ".repeat(30 - filled)
-        );
+        };
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
         if done == total {
             // The bar is gone before the report is printed.
-            let _ = write!(stderr, "\r{}\r", " ".repeat(60));
+            bar.finish_and_clear();
         }
-        let _ = stderr.flush();
     }
 }
