@@ -205,8 +205,9 @@ impl Checker {
             ..Outcome::default()
         };
         let total = inputs.manifests.len();
+        let owners = objects::Owners::of(inputs.manifests.iter().map(|m| &m.object));
         for (done, manifest) in inputs.manifests.into_iter().enumerate() {
-            for candidate in objects::candidates(&manifest.object, admission) {
+            for candidate in objects::candidates(&manifest.object, admission, &owners) {
                 self.judge(candidate, &manifest.source, &mut outcome)?;
             }
             progress(done + 1, total);

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use policy_host::check::objects::{Admission, Candidate, candidates};
+use policy_host::check::objects::{Admission, Candidate, Owners, candidates};
 use serde_json::Value;
 
 fn recorded(prefix: &str) -> Value {
@@ -44,7 +44,7 @@ fn admission() -> Admission {
 }
 
 fn derived(object: &Value) -> Vec<Candidate> {
-    candidates(object, &admission())
+    candidates(object, &admission(), &Owners::default())
 }
 
 /// (the recorded object, the recorded objects made from it, in order).
@@ -64,10 +64,20 @@ const CHAINS: [(&str, &[&str]); 7] = [
 #[test]
 fn derived_objects_carry_the_keys_the_controllers_wrote() {
     for (from, made) in CHAINS {
-        let chain = derived(&recorded(from));
-        for (i, expected) in made.iter().enumerate() {
-            let candidate = chain
-                .get(i + 1)
+        // The recorded object stands for one of the input: no owner.
+        let mut root = recorded(from);
+        root["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("ownerReferences");
+        let chain = derived(&root);
+        for expected in made.iter() {
+            // The recorded object's kind among those made (a StatefulSet
+            // makes its claims before its Pod).
+            let kind = recorded(expected)["kind"].clone();
+            let candidate = chain[1..]
+                .iter()
+                .find(|c| c.object["kind"] == kind)
                 .unwrap_or_else(|| panic!("{from} made no object for {expected}"));
             let sent = recorded_request(expected);
             let controller = candidate.made_by.expect("a derived object has its maker");
@@ -122,7 +132,7 @@ fn manifests_are_judged_as_admitted() {
         kubectl_apply: true,
         derive: false,
     };
-    let admitted = candidates(&daemonset, &applied);
+    let admitted = candidates(&daemonset, &applied, &Owners::default());
     assert_eq!(admitted.len(), 1, "nothing derived");
     assert!(admitted[0].made_by.is_none(), "the user sends it");
     assert_eq!(keys(&admitted[0].object), keys(&recorded("13")));
@@ -140,13 +150,14 @@ fn manifests_are_judged_as_admitted() {
             kubectl_apply: false,
             ..applied
         },
+        &Owners::default(),
     );
     assert!(!keys(&plain[0].object).contains("kubectl.kubernetes.io/last-applied-configuration"));
 }
 
 #[test]
 fn an_indexed_jobs_pods_carry_their_index() {
-    let mut job = recorded("25");
+    let mut job = job_of_the_input();
     job["spec"]["completionMode"] = "Indexed".into();
     let chain = derived(&job);
     let pod = &chain[1].object;
@@ -193,4 +204,112 @@ spec:
         BTreeSet::from(["example.com/team".to_string()])
     );
     assert_eq!(chain[2].object["metadata"]["namespace"], "default");
+}
+
+/// The recorded Job, as a manifest of the input (no owner).
+fn job_of_the_input() -> Value {
+    let mut job = recorded("25");
+    job["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("ownerReferences");
+    job
+}
+
+fn kinds(chain: &[Candidate]) -> Vec<String> {
+    chain
+        .iter()
+        .map(|c| c.object["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// What the controllers make nothing from: a workload at zero, paused or
+/// suspended; a Deployment at zero still gets its ReplicaSet, at zero.
+#[test]
+fn nothing_is_made_where_no_controller_makes_anything() {
+    let with = |prefix: &str, change: &dyn Fn(&mut Value)| {
+        let mut object = recorded(prefix);
+        change(&mut object);
+        kinds(&derived(&object))
+    };
+    assert_eq!(
+        with("01", &|d| d["spec"]["replicas"] = 0.into()),
+        ["Deployment", "ReplicaSet"]
+    );
+    assert_eq!(
+        with("01", &|d| d["spec"]["paused"] = true.into()),
+        ["Deployment"]
+    );
+    assert_eq!(with("01", &|_| {}), ["Deployment", "ReplicaSet", "Pod"]);
+    assert_eq!(
+        with("19", &|s| s["spec"]["replicas"] = 0.into()),
+        ["StatefulSet"]
+    );
+    assert_eq!(
+        with("27", &|rc| rc["spec"]["replicas"] = 0.into()),
+        ["ReplicationController"]
+    );
+    let job = |change: &dyn Fn(&mut Value)| {
+        let mut job = job_of_the_input();
+        change(&mut job);
+        kinds(&derived(&job))
+    };
+    assert_eq!(job(&|j| j["spec"]["suspend"] = true.into()), ["Job"]);
+    assert_eq!(job(&|j| j["spec"]["parallelism"] = 0.into()), ["Job"]);
+    assert_eq!(job(&|_| {}), ["Job", "Pod"]);
+    // `kubectl create job --from=cronjob` names the CronJob its controller:
+    // such a Job is a child already, as in a dump.
+    assert_eq!(kinds(&derived(&recorded("25"))), ["Job"]);
+}
+
+/// A cluster dump holds what the controllers made: an object with a
+/// controller's ownerReference, or whose children the input holds, makes
+/// nothing again.
+#[test]
+fn a_dump_is_not_made_twice() {
+    let deployment = recorded("01");
+    let replicaset = recorded("02");
+    let pod = recorded("03");
+    let dump = [deployment.clone(), replicaset.clone(), pod.clone()];
+    let owners = Owners::of(dump.iter());
+    let all: Vec<Vec<String>> = dump
+        .iter()
+        .map(|object| kinds(&candidates(object, &admission(), &owners)))
+        .collect();
+    assert_eq!(all, [["Deployment"], ["ReplicaSet"], ["Pod"]]);
+    // The Deployment alone still makes its ReplicaSet and Pod.
+    let alone = Owners::of([&deployment]);
+    assert_eq!(
+        kinds(&candidates(&deployment, &admission(), &alone)),
+        ["Deployment", "ReplicaSet", "Pod"]
+    );
+}
+
+/// A StatefulSet's claims, as its controller names and annotates them.
+#[test]
+fn a_statefulsets_claims_take_their_templates_annotations() {
+    let mut set = recorded("19");
+    set["spec"]["volumeClaimTemplates"] = serde_json::json!([{
+        "metadata": {"name": "data", "annotations": {"example.com/backup": "daily"}},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    }]);
+    let chain = derived(&set);
+    assert_eq!(
+        kinds(&chain),
+        ["StatefulSet", "PersistentVolumeClaim", "Pod"]
+    );
+    let claim = &chain[1];
+    let set_name = set["metadata"]["name"].as_str().unwrap();
+    assert_eq!(
+        claim.object["metadata"]["name"],
+        format!("data-{set_name}-0")
+    );
+    assert_eq!(
+        keys(&claim.object),
+        BTreeSet::from(["example.com/backup".to_string()])
+    );
+    assert_eq!(
+        claim.made_by.unwrap().username(),
+        "system:serviceaccount:kube-system:statefulset-controller"
+    );
 }

@@ -12,10 +12,21 @@
 //!   `batch.kubernetes.io/cronjob-scheduled-timestamp`;
 //! - a Pod takes its template's annotations (an Indexed Job's Pod also
 //!   `batch.kubernetes.io/job-completion-index`), from a ReplicaSet,
-//!   DaemonSet, StatefulSet, ReplicationController or Job.
+//!   DaemonSet, StatefulSet, ReplicationController or Job;
+//! - a StatefulSet's PersistentVolumeClaims take their
+//!   `volumeClaimTemplates`' annotations.
+//!
+//! Only what the controllers make: nothing from a workload scaled to zero
+//! (a Deployment at zero still gets its ReplicaSet, at zero), a paused
+//! Deployment, a suspended Job or CronJob, a Job of no parallelism; and
+//! nothing from an object a controller made (it carries a controller's
+//! `ownerReference`) or whose children the input holds already, as a
+//! cluster dump does.
 //!
 //! `test_data/cluster/` holds what a real cluster sent; the tests hold these
 //! objects to it.
+
+use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
 
@@ -57,17 +68,21 @@ pub static CONTROLLERS: [Controller; 7] = [
     Controller {
         owns: "Deployment",
         account: "deployment-controller",
-        makes: |d| vec![deployment_replicaset(d)],
+        // A paused Deployment's controller makes no new ReplicaSet.
+        makes: |d| match d["spec"]["paused"] == true {
+            true => vec![],
+            false => vec![deployment_replicaset(d)],
+        },
     },
     Controller {
         owns: "ReplicaSet",
         account: "replicaset-controller",
-        makes: |rs| vec![pod(rs, None)],
+        makes: |rs| pods_if_scaled(rs, None),
     },
     Controller {
         owns: "ReplicationController",
         account: "replication-controller",
-        makes: |rc| vec![pod(rc, None)],
+        makes: |rc| pods_if_scaled(rc, None),
     },
     Controller {
         owns: "DaemonSet",
@@ -77,17 +92,35 @@ pub static CONTROLLERS: [Controller; 7] = [
     Controller {
         owns: "StatefulSet",
         account: "statefulset-controller",
-        makes: |sts| vec![pod(sts, Some("0"))],
+        // Ordinal 0's claims, then its Pod, as the controller makes them.
+        makes: |sts| match replicas(sts) {
+            0 => vec![],
+            _ => {
+                let mut made = statefulset_claims(sts, "0");
+                made.push(pod(sts, Some("0")));
+                made
+            }
+        },
     },
     Controller {
         owns: "Job",
         account: "job-controller",
-        makes: |job| vec![pod(job, None)],
+        makes: |job| {
+            let spec = &job["spec"];
+            let parallelism = spec["parallelism"].as_u64().unwrap_or(1);
+            match spec["suspend"] == true || parallelism == 0 {
+                true => vec![],
+                false => vec![pod(job, None)],
+            }
+        },
     },
     Controller {
         owns: "CronJob",
         account: "cronjob-controller",
-        makes: |cj| vec![cronjob_job(cj)],
+        makes: |cj| match cj["spec"]["suspend"] == true {
+            true => vec![],
+            false => vec![cronjob_job(cj)],
+        },
     },
 ];
 
@@ -123,15 +156,76 @@ const NOT_COPIED: [&str; 6] = [
     "deprecated.deployment.rollback.to",
 ];
 
+/// The owners that objects of the input name as their controller: a
+/// cluster dump holds a Deployment's ReplicaSets and their Pods, which the
+/// check must not make again.
+#[derive(Debug, Default)]
+pub struct Owners {
+    uids: HashSet<String>,
+    /// (kind, namespace, name) of owners named without a uid.
+    names: HashSet<(String, String, String)>,
+}
+
+impl Owners {
+    pub fn of<'v>(objects: impl IntoIterator<Item = &'v Value>) -> Owners {
+        let mut owners = Owners::default();
+        for object in objects {
+            if let Some(owner) = controller_of_object(object) {
+                match owner["uid"].as_str().filter(|uid| !uid.is_empty()) {
+                    Some(uid) => owners.uids.insert(uid.to_string()),
+                    None => owners.names.insert(key(object, owner)),
+                };
+            }
+        }
+        owners
+    }
+
+    /// Whether the input holds objects that `object` controls.
+    fn own_children_in_input(&self, object: &Value) -> bool {
+        let metadata = &object["metadata"];
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        metadata["uid"]
+            .as_str()
+            .is_some_and(|uid| self.uids.contains(uid))
+            || self.names.contains(&(
+                text(&object["kind"]),
+                text(&metadata["namespace"]),
+                text(&metadata["name"]),
+            ))
+    }
+}
+
+/// The ownerReference of `object` that names its controller.
+fn controller_of_object(object: &Value) -> Option<&Value> {
+    object["metadata"]["ownerReferences"]
+        .as_array()?
+        .iter()
+        .find(|owner| owner["controller"] == true)
+}
+
+/// An owner's kind, namespace (the object's: owners share it) and name.
+fn key(object: &Value, owner: &Value) -> (String, String, String) {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    (
+        text(&owner["kind"]),
+        text(&object["metadata"]["namespace"]),
+        text(&owner["name"]),
+    )
+}
+
 /// The object of the input as admitted, then each object made from it.
-pub fn candidates(manifest: &Value, admission: &Admission) -> Vec<Candidate> {
+/// `owners`: the controllers the input's objects name.
+pub fn candidates(manifest: &Value, admission: &Admission, owners: &Owners) -> Vec<Candidate> {
     let object = admitted(manifest, admission);
+    // Made by a controller already, or its children are in the input.
+    let made_already =
+        controller_of_object(manifest).is_some() || owners.own_children_in_input(manifest);
     let mut out = vec![Candidate {
         object,
         derived_from: Vec::new(),
         made_by: None,
     }];
-    if admission.derive {
+    if admission.derive && !made_already {
         let mut i = 0;
         while i < out.len() {
             let parent = &out[i];
@@ -196,7 +290,7 @@ fn admitted(manifest: &Value, admission: &Admission) -> Value {
 
 fn deployment_replicaset(deployment: &Value) -> Value {
     let spec = &deployment["spec"];
-    let replicas = spec["replicas"].as_u64().unwrap_or(1);
+    let replicas = replicas(deployment);
     let surge = match spec["strategy"]["type"].as_str() {
         Some("Recreate") => 0,
         _ => scaled(
@@ -262,6 +356,52 @@ fn cronjob_job(cronjob: &Value) -> Value {
         },
         "spec": template["spec"],
     })
+}
+
+/// The workload's `spec.replicas`, 1 where it names none.
+fn replicas(workload: &Value) -> u64 {
+    workload["spec"]["replicas"].as_u64().unwrap_or(1)
+}
+
+/// A Pod of a ReplicaSet or ReplicationController that wants any.
+fn pods_if_scaled(workload: &Value, ordinal: Option<&str>) -> Vec<Value> {
+    match replicas(workload) {
+        0 => vec![],
+        _ => vec![pod(workload, ordinal)],
+    }
+}
+
+/// The claims the StatefulSet controller makes for the Pod at `ordinal`,
+/// one per `volumeClaimTemplates` entry, named `<claim>-<set>-<ordinal>`,
+/// with the template's annotations and the set's selector labels added to
+/// the template's (`pkg/controller/statefulset/stateful_set_utils.go`).
+fn statefulset_claims(set: &Value, ordinal: &str) -> Vec<Value> {
+    let templates = set["spec"]["volumeClaimTemplates"].as_array();
+    templates
+        .into_iter()
+        .flatten()
+        .map(|template| {
+            let mut labels = template["metadata"]["labels"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            if let Some(selector) = set["spec"]["selector"]["matchLabels"].as_object() {
+                labels.extend(selector.clone());
+            }
+            let claim = template["metadata"]["name"].as_str().unwrap_or_default();
+            json!({
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {
+                    "name": format!("{claim}-{}-{ordinal}", name(set)),
+                    "namespace": set["metadata"]["namespace"],
+                    "labels": labels,
+                    "annotations": annotations(template),
+                },
+                "spec": template["spec"],
+            })
+        })
+        .collect()
 }
 
 /// The Pod a workload's controller makes from its template; a
