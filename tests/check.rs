@@ -157,7 +157,7 @@ fn keys_a_controller_writes_count_only_in_its_requests() {
         verdicts,
         [
             ("Job shop/render".to_string(), true),
-            ("Pod shop/render-x7k2p".to_string(), true),
+            ("Pod shop/render-0-x7k2p".to_string(), true),
             ("Pod shop/posing".to_string(), false),
         ],
         "{}",
@@ -170,6 +170,57 @@ fn keys_a_controller_writes_count_only_in_its_requests() {
             .unwrap()
             .contains("batch.kubernetes.io/job-completion-index"),
         "{posing}"
+    );
+}
+
+/// Names and scope as the cluster forms them: a generated name cut to 58
+/// characters before its suffix, which the output calls illustrative; no
+/// namespace on a cluster-wide object, custom resources included where
+/// the input's CRD says `scope: Cluster`.
+#[test]
+fn names_and_scope_are_the_clusters() {
+    let dir = scratch("names");
+    let long = "a".repeat(60);
+    std::fs::write(
+        dir.join("objects.yaml"),
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: widgets.example.com}}\nspec:\n  group: example.com\n  scope: Cluster\n  names: {{kind: Widget, plural: widgets}}\n  versions: [{{name: v1, served: true, storage: true}}]\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w, namespace: ignored}}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: reader, namespace: ignored}}\n---\napiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {{name: {long}, namespace: shop}}\nspec: {{template: {{metadata: {{}}, spec: {{containers: [{{name: c, image: i}}]}}}}}}\n"
+        ),
+    )
+    .unwrap();
+    let finished = check(
+        &module_path(),
+        settings(json!({"criteria": "doesNotContainAnyOf", "values": ["x"]})),
+        &[dir.to_str().unwrap()],
+        Format::Json,
+    )
+    .unwrap();
+    let report: Value = serde_json::from_str(&finished.output).unwrap();
+    let objects: Vec<&str> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["object"].as_str().unwrap())
+        .collect();
+    let pod = format!("Pod shop/{}x7k2p", &format!("{long}-")[..58]);
+    assert_eq!(
+        objects,
+        [
+            "CustomResourceDefinition widgets.example.com",
+            "Widget w",
+            "ClusterRole reader",
+            &format!("ReplicaSet shop/{long}"),
+            &pod,
+        ],
+        "{}",
+        finished.output
+    );
+    assert_eq!(pod.len() - "Pod shop/".len(), 63);
+    assert_eq!(
+        report["warnings"],
+        json!([
+            "names ending in `x7k2p` are illustrative: the API server ends each name made from a `generateName` with five random characters of its own"
+        ])
     );
 }
 

@@ -80,6 +80,7 @@ impl Command {
         };
         let compiled = CompiledPolicy::from_bytes(&bytes).map_err(|e| e.to_string())?;
         let checker = Checker::new(&compiled, policy).map_err(|e| e.0)?;
+        let inputs = manifests::read_inputs(&self.inputs);
         let admission = Admission {
             namespace: self
                 .namespace
@@ -87,8 +88,8 @@ impl Command {
                 .unwrap_or_else(|| "default".to_string()),
             kubectl_apply: self.kubectl_apply,
             derive: self.derive,
+            cluster_kinds: Admission::cluster_kinds(inputs.manifests.iter().map(|m| &m.object)),
         };
-        let inputs = manifests::read_inputs(&self.inputs);
         let outcome = checker
             .check(inputs, &admission, progress)
             .map_err(|e| e.to_string())?;
@@ -206,9 +207,10 @@ impl Checker {
         };
         let total = inputs.manifests.len();
         let owners = objects::Owners::of(inputs.manifests.iter().map(|m| &m.object));
+        let namespaces = policies::namespaces_of(inputs.manifests.iter().map(|m| &m.object));
         for (done, manifest) in inputs.manifests.into_iter().enumerate() {
             for candidate in objects::candidates(&manifest.object, admission, &owners) {
-                self.judge(candidate, &manifest.source, &mut outcome)?;
+                self.judge(candidate, &manifest.source, &namespaces, &mut outcome)?;
             }
             progress(done + 1, total);
         }
@@ -219,6 +221,7 @@ impl Checker {
         &self,
         candidate: Candidate,
         source: &Source,
+        namespaces: &policies::Namespaces,
         outcome: &mut Outcome,
     ) -> Result<(), HostError> {
         let object = &candidate.object;
@@ -226,7 +229,10 @@ impl Checker {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
         let kind = object["kind"].as_str().unwrap_or_default();
         let resource = objects::resource(kind);
-        match self.policy.scope(object, group, version, &resource) {
+        match self
+            .policy
+            .scope(object, group, version, &resource, namespaces)
+        {
             Scope::Out => {
                 outcome.not_covered += 1;
                 return Ok(());
@@ -285,6 +291,14 @@ impl Checker {
                 (accepted, (!accepted).then_some(text))
             }
         };
+        let generated = object["metadata"]["generateName"].is_string();
+        if generated && !outcome.warnings.iter().any(|w| w.starts_with(ILLUSTRATIVE)) {
+            outcome.warnings.push(format!(
+                "{ILLUSTRATIVE} `{}` are illustrative: the API server ends each name made from a \
+                 `generateName` with five random characters of its own",
+                objects::ILLUSTRATIVE_SUFFIX
+            ));
+        }
         outcome.rows.push(Row {
             object: objects::describe(object),
             derived_from: candidate.derived_from,
@@ -295,6 +309,9 @@ impl Checker {
         Ok(())
     }
 }
+
+/// How the warning about made-up name suffixes starts.
+const ILLUSTRATIVE: &str = "names ending in";
 
 /// The CREATE request the API server would send for `object`: each object
 /// made from the input comes from its controller's service account

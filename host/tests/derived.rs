@@ -40,6 +40,7 @@ fn admission() -> Admission {
         namespace: "default".to_string(),
         kubectl_apply: false,
         derive: true,
+        cluster_kinds: Default::default(),
     }
 }
 
@@ -131,6 +132,7 @@ fn manifests_are_judged_as_admitted() {
         namespace: "monitoring".to_string(),
         kubectl_apply: true,
         derive: false,
+        cluster_kinds: Default::default(),
     };
     let admitted = candidates(&daemonset, &applied, &Owners::default());
     assert_eq!(admitted.len(), 1, "nothing derived");

@@ -139,6 +139,46 @@ pub struct Admission {
     pub kubectl_apply: bool,
     /// Whether to make the objects the controllers create from them.
     pub derive: bool,
+    /// The kinds of custom resource that the input's CustomResourceDefinitions
+    /// declare cluster-wide (`scope: Cluster`).
+    pub cluster_kinds: HashSet<String>,
+}
+
+impl Admission {
+    /// Whether objects of `kind` live in a namespace: Kubernetes' own
+    /// cluster-wide kinds and the input's cluster-wide custom resources do
+    /// not.
+    pub fn namespaced(&self, kind: &str) -> bool {
+        namespaced(kind) && !self.cluster_kinds.contains(kind)
+    }
+
+    /// The custom resource kinds `objects` declare cluster-wide.
+    pub fn cluster_kinds<'v>(objects: impl IntoIterator<Item = &'v Value>) -> HashSet<String> {
+        objects
+            .into_iter()
+            .filter(|o| o["kind"] == "CustomResourceDefinition" && o["spec"]["scope"] == "Cluster")
+            .filter_map(|o| o["spec"]["names"]["kind"].as_str())
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// The end the check gives a name made from a `generateName`, where the
+/// API server appends five random characters of its own.
+pub const ILLUSTRATIVE_SUFFIX: &str = "x7k2p";
+
+/// The longest `generateName` base the API server keeps: a name is at most
+/// 63 characters, 5 of them random (`names.SimpleNameGenerator`, apiserver
+/// pkg/storage/names).
+const MAX_GENERATED_BASE: usize = 58;
+
+/// The name the API server makes from `base`, with the illustrative suffix.
+pub fn generated_name(base: &str) -> String {
+    let mut end = base.len().min(MAX_GENERATED_BASE);
+    while !base.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{ILLUSTRATIVE_SUFFIX}", &base[..end])
 }
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -275,12 +315,19 @@ fn admitted(manifest: &Value, admission: &Admission) -> Value {
         annotations_mut(&mut object).insert(LAST_APPLIED.into(), text.into());
     }
     let metadata = metadata_mut(&mut object);
-    if namespaced(&kind) && !metadata.contains_key("namespace") {
-        metadata.insert("namespace".into(), admission.namespace.clone().into());
+    match admission.namespaced(&kind) {
+        true if !metadata.contains_key("namespace") => {
+            metadata.insert("namespace".into(), admission.namespace.clone().into());
+        }
+        true => {}
+        // The API server ignores a namespace on a cluster-wide object.
+        false => {
+            metadata.remove("namespace");
+        }
     }
     if metadata.get("name").is_none_or(|n| n.as_str() == Some("")) {
         let prefix = metadata["generateName"].as_str().unwrap_or("").to_string();
-        metadata.insert("name".into(), format!("{prefix}x7k2p").into());
+        metadata.insert("name".into(), generated_name(&prefix).into());
     }
     if kind == "DaemonSet" && annotation(&object, TEMPLATE_GENERATION).is_none() {
         annotations_mut(&mut object).insert(TEMPLATE_GENERATION.into(), "1".into());
@@ -409,7 +456,8 @@ fn statefulset_claims(set: &Value, ordinal: &str) -> Vec<Value> {
 fn pod(workload: &Value, ordinal: Option<&str>) -> Value {
     let template = &workload["spec"]["template"];
     let mut annotations = annotations(template);
-    if workload["kind"] == "Job" && workload["spec"]["completionMode"] == "Indexed" {
+    let indexed = workload["kind"] == "Job" && workload["spec"]["completionMode"] == "Indexed";
+    if indexed {
         annotations.insert(
             "batch.kubernetes.io/job-completion-index".into(),
             "0".into(),
@@ -428,11 +476,27 @@ fn pod(workload: &Value, ordinal: Option<&str>) -> Value {
             format!("{}-{ordinal}", name(workload)).into(),
         ),
         None => {
-            fields.insert("generateName".into(), format!("{}-", name(workload)).into());
-            fields.insert("name".into(), format!("{}-x7k2p", name(workload)).into())
+            let base = match indexed {
+                true => indexed_pod_base(name(workload), "0"),
+                false => format!("{}-", name(workload)),
+            };
+            fields.insert("name".into(), generated_name(&base).into());
+            fields.insert("generateName".into(), base.into())
         }
     };
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]})
+}
+
+/// An Indexed Job's Pods are named `<job>-<index>-<random>`, the Job's
+/// name cut so that the index stays (`podGenerateNameWithIndex`,
+/// pkg/controller/job/indexed_job_utils.go).
+fn indexed_pod_base(job: &str, index: &str) -> String {
+    let tail = format!("-{index}-");
+    let mut end = job.len().min(MAX_GENERATED_BASE.saturating_sub(tail.len()));
+    while !job.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{tail}", &job[..end])
 }
 
 fn owner(object: &Value) -> Value {
@@ -598,6 +662,19 @@ mod tests {
         ] {
             assert_eq!(resource(kind), resource_name, "{kind}");
         }
+    }
+
+    #[test]
+    fn generated_names_are_cut_as_the_api_server_cuts_them() {
+        assert_eq!(generated_name("web-5d8f-"), "web-5d8f-x7k2p");
+        let long = format!("{}-", "d".repeat(70));
+        let name = generated_name(&long);
+        assert_eq!(name.len(), 63);
+        assert!(name.ends_with("ddx7k2p"));
+        assert_eq!(indexed_pod_base("render", "0"), "render-0-");
+        let base = indexed_pod_base(&"j".repeat(70), "0");
+        assert_eq!(base.len(), 58);
+        assert!(base.ends_with("j-0-"));
     }
 
     #[test]

@@ -7,7 +7,6 @@
 use serde_json::Value;
 
 use super::expression::Expression;
-use super::objects::namespaced;
 
 /// One rule of a webhook: the objects it sends to the policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +53,26 @@ impl Rule {
                 .any(|r| r == "*" || r == "*/*" || r == resource)
             && self.operations.iter().any(|o| o == "*" || o == "CREATE")
     }
+}
+
+/// The labels of each Namespace of the input, by name, with the name label
+/// the API server gives every namespace.
+pub type Namespaces = std::collections::HashMap<String, serde_json::Map<String, Value>>;
+
+pub fn namespaces_of<'v>(objects: impl IntoIterator<Item = &'v Value>) -> Namespaces {
+    objects
+        .into_iter()
+        .filter(|o| o["kind"] == "Namespace" && o["apiVersion"] == "v1")
+        .filter_map(|o| {
+            let name = o["metadata"]["name"].as_str()?;
+            let mut labels = o["metadata"]["labels"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            labels.insert("kubernetes.io/metadata.name".to_string(), name.into());
+            Some((name.to_string(), labels))
+        })
+        .collect()
 }
 
 /// A label selector (`matchLabels`, `matchExpressions`).
@@ -205,7 +224,14 @@ impl Policy {
     }
 
     /// Whether the policy judges the creation of `object`.
-    pub fn scope(&self, object: &Value, group: &str, version: &str, resource: &str) -> Scope {
+    pub fn scope(
+        &self,
+        object: &Value,
+        group: &str,
+        version: &str,
+        resource: &str,
+        namespaces: &Namespaces,
+    ) -> Scope {
         if let Some(rules) = &self.rules
             && !rules
                 .iter()
@@ -214,9 +240,10 @@ impl Policy {
             return Scope::Out;
         }
         let kind = object["kind"].as_str().unwrap_or_default();
+        // The object as admitted: a namespace exactly where its kind has one.
         let namespace = object["metadata"]["namespace"].as_str();
         if let Some(own) = &self.namespace
-            && (!namespaced(kind) || namespace != Some(own.as_str()))
+            && namespace != Some(own.as_str())
         {
             return Scope::Out;
         }
@@ -234,20 +261,28 @@ impl Policy {
         // Namespaces; of a namespace, only its name label is known here.
         let namespace = match kind {
             "Namespace" => object["metadata"]["name"].as_str(),
-            _ if namespaced(kind) => namespace,
-            _ => None,
+            _ => namespace,
         };
         if let (Some(selector), Some(namespace)) = (&self.namespace_selector, namespace) {
             const NAME: &str = "kubernetes.io/metadata.name";
-            let mut labels = serde_json::Map::new();
-            labels.insert(NAME.to_string(), namespace.into());
-            match selector.matches(&labels, &[NAME]) {
+            // A Namespace of the input brings all its labels; of any other,
+            // only the name label the API server sets is known.
+            let (labels, known) = match namespaces.get(namespace) {
+                Some(labels) => (labels.clone(), &[][..]),
+                None => {
+                    let mut labels = serde_json::Map::new();
+                    labels.insert(NAME.to_string(), namespace.into());
+                    (labels, &[NAME][..])
+                }
+            };
+            match selector.matches(&labels, known) {
                 Some(false) => return Scope::Out,
                 Some(true) => {}
                 None => {
                     scope = Scope::Assumed(format!(
                         "{}'s namespaceSelector names namespace labels other than {NAME}, \
-                         which the check cannot know: it judges every namespace",
+                         which the check knows only of the Namespaces in its input: it judges \
+                         objects in every other namespace",
                         self.name
                     ))
                 }
@@ -367,6 +402,27 @@ mod tests {
         assert!(Rule::from_json(&json!({"apiGroups": "apps"})).is_err());
     }
 
+    /// A Namespace of the input brings its labels to the selector; of
+    /// another, only its name is known.
+    #[test]
+    fn a_namespace_selector_reads_the_inputs_namespaces() {
+        let rules = json!([{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}]);
+        let policy = policy(json!({
+            "rules": rules,
+            "namespaceSelector": {"matchLabels": {"policy": "enforced"}},
+        }));
+        let namespaces = namespaces_of(&[
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": {"policy": "enforced"}}}),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lab"}}),
+        ]);
+        let scope = |namespace: &str| {
+            policy.scope(&pod(namespace, json!({})), "", "v1", "pods", &namespaces)
+        };
+        assert_eq!(scope("shop"), Scope::In);
+        assert_eq!(scope("lab"), Scope::Out);
+        assert!(matches!(scope("elsewhere"), Scope::Assumed(_)));
+    }
+
     #[test]
     fn selectors_and_an_admission_policys_namespace() {
         let rules = json!([{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}]);
@@ -377,7 +433,8 @@ mod tests {
             ]},
             "objectSelector": {"matchLabels": {"team": "shop"}},
         }));
-        let scope = |policy: &Policy, object: &Value| policy.scope(object, "", "v1", "pods");
+        let none = Namespaces::default();
+        let scope = |policy: &Policy, object: &Value| policy.scope(object, "", "v1", "pods", &none);
         assert_eq!(
             scope(&cluster, &pod("shop", json!({"team": "shop"}))),
             Scope::In
