@@ -328,6 +328,14 @@ runner_check() {
   run --separate-stderr "$runner" check README.md --settings-json '{"criteria":"containsAnyOf","values":["a"]}' examples/
   [ "$status" -eq 2 ]
   [ "$stderr" = "Error: README.md: not a WebAssembly module (a module's first bytes are \\0asm)" ]
+  { echo '---'; cat examples/cluster-admission-policy.yaml; echo '---'; } > "$BATS_TEST_TMPDIR/policy.yaml"
+  runner_check --policy "$BATS_TEST_TMPDIR/policy.yaml" examples/
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"6 objects checked, 1 rejected"* ]]
+  { cat examples/cluster-admission-policy.yaml; echo '---'; cat examples/cluster-admission-policy.yaml; } > "$BATS_TEST_TMPDIR/two.yaml"
+  runner_check --policy "$BATS_TEST_TMPDIR/two.yaml" examples/
+  [ "$status" -eq 2 ]
+  [[ "$stderr" == *"two.yaml holds 2 documents: give one policy, or one set of settings, a file" ]]
 }
 
 @test "check: unusable input and settings exit 2" {

@@ -477,7 +477,7 @@ fn a_repository_is_walked_as_a_person_would_check_it() {
             "/chart/Chart.yaml:1: a Helm chart: check what it renders with `helm template RELEASE {} | policy-runner check … -`",
             shown("chart")
         ),
-        "/chart/templates/deployment.yaml:1: a Helm template (it holds `{{`): check the chart as it renders, with `helm template RELEASE CHART | policy-runner check … -`".to_string(),
+        "/chart/templates/deployment.yaml:1: a template (it holds `{{`): check what it renders, for a Helm chart with `helm template RELEASE CHART | policy-runner check … -`".to_string(),
         format!(
             "/overlays/kustomization.yaml:1: a Kustomization: check what it renders with `kubectl kustomize {} | policy-runner check … -`",
             shown("overlays")

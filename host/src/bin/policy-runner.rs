@@ -296,11 +296,28 @@ fn envelope<'a>(path: &Path, json: &'a str) -> Result<Envelope<'a>, String> {
     Ok(envelope)
 }
 
+/// The one document of a policy manifest or settings file (YAML or
+/// JSON), read as `check` reads manifests: a `---` before or after it is
+/// fine, a second document is refused.
 fn read_yaml(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    yaml_serde::from_str(&text)
-        .map_err(|e| format!("{} is not valid YAML or JSON: {e}", path.display()))
+    let mut documents = Vec::new();
+    for (line, document) in policy_host::check::manifests::documents(&text) {
+        match document {
+            Ok(Value::Null) => {}
+            Ok(value) => documents.push(value),
+            Err(reason) => return Err(format!("{}:{line}: {reason}", path.display())),
+        }
+    }
+    match documents.len() {
+        1 => Ok(documents.remove(0)),
+        0 => Err(format!("{} holds no document", path.display())),
+        n => Err(format!(
+            "{} holds {n} documents: give one policy, or one set of settings, a file",
+            path.display()
+        )),
+    }
 }
 
 /// kwctl's one-line AdmissionResponse, field for field.

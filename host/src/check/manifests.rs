@@ -200,7 +200,7 @@ fn rendered_by_a_tool(path: &Path, text: &str) -> Option<String> {
     }
     if text.contains("{{") {
         return Some(
-            "a Helm template (it holds `{{`): check the chart as it renders, with `helm template RELEASE CHART | policy-runner check … -`"
+            "a template (it holds `{{`): check what it renders, for a Helm chart with `helm template RELEASE CHART | policy-runner check … -`"
                 .to_string(),
         );
     }
@@ -224,6 +224,12 @@ fn read_file(path: &Path, read: &mut Inputs) {
             .unusable
             .push(whole(&name, format!("cannot read: {e}"))),
     }
+}
+
+/// The documents of a text, each with its line: YAML streams and JSON,
+/// read as the check reads manifests.
+pub fn documents(text: &str) -> Vec<(usize, Result<Value, String>)> {
+    documents::read(text)
 }
 
 /// Reads one input's text, document by document.
