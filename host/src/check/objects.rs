@@ -30,6 +30,13 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
 
+mod kinds;
+mod names;
+
+pub use kinds::{namespaced, resource};
+pub use names::{ILLUSTRATIVE_SUFFIX, generated_name};
+use names::{indexed_pod_base, template_hash};
+
 /// One object to judge, and the chain of objects it is made from.
 #[derive(Debug, Clone)]
 pub struct Candidate {
@@ -161,24 +168,6 @@ impl Admission {
             .map(str::to_string)
             .collect()
     }
-}
-
-/// The end the check gives a name made from a `generateName`, where the
-/// API server appends five random characters of its own.
-pub const ILLUSTRATIVE_SUFFIX: &str = "x7k2p";
-
-/// The longest `generateName` base the API server keeps: a name is at most
-/// 63 characters, 5 of them random (`names.SimpleNameGenerator`, apiserver
-/// pkg/storage/names).
-const MAX_GENERATED_BASE: usize = 58;
-
-/// The name the API server makes from `base`, with the illustrative suffix.
-pub fn generated_name(base: &str) -> String {
-    let mut end = base.len().min(MAX_GENERATED_BASE);
-    while !base.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}{ILLUSTRATIVE_SUFFIX}", &base[..end])
 }
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -487,18 +476,6 @@ fn pod(workload: &Value, ordinal: Option<&str>) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]})
 }
 
-/// An Indexed Job's Pods are named `<job>-<index>-<random>`, the Job's
-/// name cut so that the index stays (`podGenerateNameWithIndex`,
-/// pkg/controller/job/indexed_job_utils.go).
-fn indexed_pod_base(job: &str, index: &str) -> String {
-    let tail = format!("-{index}-");
-    let mut end = job.len().min(MAX_GENERATED_BASE.saturating_sub(tail.len()));
-    while !job.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}{tail}", &job[..end])
-}
-
 fn owner(object: &Value) -> Value {
     json!({
         "apiVersion": object["apiVersion"],
@@ -526,22 +503,6 @@ fn scaled(value: &Value, total: u64, default: &str) -> u64 {
         Some(percent) => (total * percent).div_ceil(100),
         None => text.parse().unwrap_or(0),
     }
-}
-
-/// A `pod-template-hash` in the controller's alphabet: FNV-1a of the
-/// template's text, its decimal digits mapped as Kubernetes'
-/// `rand.SafeEncodeString` maps them. (The controller hashes its own dump of
-/// the template, so the value differs; its shape does not.)
-fn template_hash(template: &Value) -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let text = serde_json::to_string(template).unwrap_or_default();
-    let hash = text.bytes().fold(0x811c_9dc5_u32, |h, b| {
-        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
-    });
-    hash.to_string()
-        .bytes()
-        .map(|b| char::from(ALPHABET[usize::from(b) % ALPHABET.len()]))
-        .collect()
 }
 
 /// One annotation of `object` (or of a template), looked up in place.
@@ -590,92 +551,9 @@ fn labels_mut(template: &mut Value) -> &mut Map<String, Value> {
     map_at(template, &["metadata", "labels"])
 }
 
-/// Whether objects of `kind` live in a namespace: every kind but the
-/// cluster-wide ones Kubernetes and Kubewarden define (a custom resource
-/// is taken to be namespaced).
-pub fn namespaced(kind: &str) -> bool {
-    !matches!(
-        kind,
-        "Namespace"
-            | "Node"
-            | "PersistentVolume"
-            | "ComponentStatus"
-            | "ClusterRole"
-            | "ClusterRoleBinding"
-            | "CustomResourceDefinition"
-            | "APIService"
-            | "StorageClass"
-            | "VolumeAttachment"
-            | "CSIDriver"
-            | "CSINode"
-            | "PriorityClass"
-            | "RuntimeClass"
-            | "IngressClass"
-            | "CertificateSigningRequest"
-            | "ValidatingWebhookConfiguration"
-            | "MutatingWebhookConfiguration"
-            | "ValidatingAdmissionPolicy"
-            | "ValidatingAdmissionPolicyBinding"
-            | "MutatingAdmissionPolicy"
-            | "MutatingAdmissionPolicyBinding"
-            | "FlowSchema"
-            | "PriorityLevelConfiguration"
-            | "ClusterAdmissionPolicy"
-            | "ClusterAdmissionPolicyGroup"
-            | "PolicyServer"
-    )
-}
-
-/// The resource (plural) of a kind, as the API server names it: the
-/// lower-cased kind, made plural by Kubernetes' own guess
-/// (`meta.UnsafeGuessKindToResource`), but for the kinds it gets wrong.
-pub fn resource(kind: &str) -> String {
-    let lower = kind.to_ascii_lowercase();
-    match lower.as_str() {
-        "endpoints" => return lower,
-        "" => return lower,
-        _ => {}
-    }
-    if lower.ends_with('s') {
-        format!("{lower}es")
-    } else if let Some(stem) = lower.strip_suffix('y') {
-        format!("{stem}ies")
-    } else {
-        format!("{lower}s")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kinds_name_their_resources() {
-        for (kind, resource_name) in [
-            ("Pod", "pods"),
-            ("Deployment", "deployments"),
-            ("Ingress", "ingresses"),
-            ("NetworkPolicy", "networkpolicies"),
-            ("Endpoints", "endpoints"),
-            ("ReplicationController", "replicationcontrollers"),
-            ("CronJob", "cronjobs"),
-        ] {
-            assert_eq!(resource(kind), resource_name, "{kind}");
-        }
-    }
-
-    #[test]
-    fn generated_names_are_cut_as_the_api_server_cuts_them() {
-        assert_eq!(generated_name("web-5d8f-"), "web-5d8f-x7k2p");
-        let long = format!("{}-", "d".repeat(70));
-        let name = generated_name(&long);
-        assert_eq!(name.len(), 63);
-        assert!(name.ends_with("ddx7k2p"));
-        assert_eq!(indexed_pod_base("render", "0"), "render-0-");
-        let base = indexed_pod_base(&"j".repeat(70), "0");
-        assert_eq!(base.len(), 58);
-        assert!(base.ends_with("j-0-"));
-    }
 
     #[test]
     fn surges_round_up() {
@@ -684,15 +562,5 @@ mod tests {
         assert_eq!(scaled(&json!("25%"), 5, "25%"), 2);
         assert_eq!(scaled(&json!(3), 5, "25%"), 3);
         assert_eq!(scaled(&Value::Null, 1, "25%"), 1);
-    }
-
-    #[test]
-    fn hashes_use_the_controllers_alphabet() {
-        let hash = template_hash(&json!({"spec": {}}));
-        assert!(!hash.is_empty() && hash.len() <= 10, "{hash}");
-        assert!(
-            hash.bytes()
-                .all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b))
-        );
     }
 }
