@@ -45,6 +45,32 @@ fn owner_required() -> PolicySource {
     settings(json!({"criteria": "containsAllOf", "values": ["example.com/owner"]}))
 }
 
+/// The objects a JSON report names, in order.
+fn objects(report: &Value) -> Vec<&str> {
+    report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| r["object"].as_str().expect("an object"))
+        .collect()
+}
+
+/// Checks the manifests in `text`, a file in a directory of its own, and
+/// reads the JSON report.
+fn check_text(name: &str, text: &str, policy: PolicySource) -> (Finished, Value) {
+    let dir = scratch(name);
+    std::fs::write(dir.join("manifests.yaml"), text).unwrap();
+    let finished = check(
+        &module_path(),
+        policy,
+        &[dir.to_str().unwrap()],
+        Format::Json,
+    )
+    .unwrap();
+    let report = serde_json::from_str(&finished.output).expect("a JSON report");
+    (finished, report)
+}
+
 /// A directory of its own for a test's files.
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("check-{name}-{}", std::process::id()));
@@ -128,20 +154,11 @@ fn json_for_machines() {
 /// does not.
 #[test]
 fn keys_a_controller_writes_count_only_in_its_requests() {
-    let dir = scratch("writers");
-    std::fs::write(
-        dir.join("render.yaml"),
+    let (finished, report) = check_text(
+        "writers",
         "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: render\n  namespace: shop\nspec:\n  completionMode: Indexed\n  completions: 2\n  template:\n    metadata: {annotations: {example.com/owner: me}}\n    spec: {restartPolicy: Never, containers: [{name: r, image: r}]}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: posing\n  namespace: shop\n  annotations: {example.com/owner: me, batch.kubernetes.io/job-completion-index: '0'}\nspec: {containers: [{name: r, image: r}]}\n",
-    )
-    .unwrap();
-    let finished = check(
-        &module_path(),
         settings(json!({"criteria": "doesNotContainOtherThan", "values": ["example.com/*"]})),
-        &[dir.to_str().unwrap()],
-        Format::Json,
-    )
-    .unwrap();
-    let report: Value = serde_json::from_str(&finished.output).unwrap();
+    );
     let verdicts: Vec<(String, bool)> = report["results"]
         .as_array()
         .unwrap()
@@ -179,29 +196,16 @@ fn keys_a_controller_writes_count_only_in_its_requests() {
 /// the input's CRD says `scope: Cluster`.
 #[test]
 fn names_and_scope_are_the_clusters() {
-    let dir = scratch("names");
     let long = "a".repeat(60);
-    std::fs::write(
-        dir.join("objects.yaml"),
-        format!(
-            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: widgets.example.com}}\nspec:\n  group: example.com\n  scope: Cluster\n  names: {{kind: Widget, plural: widgets}}\n  versions: [{{name: v1, served: true, storage: true}}]\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w, namespace: ignored}}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: reader, namespace: ignored}}\n---\napiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {{name: {long}, namespace: shop}}\nspec: {{template: {{metadata: {{}}, spec: {{containers: [{{name: c, image: i}}]}}}}}}\n"
-        ),
-    )
-    .unwrap();
-    let finished = check(
-        &module_path(),
+    let text = format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: widgets.example.com}}\nspec:\n  group: example.com\n  scope: Cluster\n  names: {{kind: Widget, plural: widgets}}\n  versions: [{{name: v1, served: true, storage: true}}]\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w, namespace: ignored}}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: reader, namespace: ignored}}\n---\napiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {{name: {long}, namespace: shop}}\nspec: {{template: {{metadata: {{}}, spec: {{containers: [{{name: c, image: i}}]}}}}}}\n"
+    );
+    let (finished, report) = check_text(
+        "names",
+        &text,
         settings(json!({"criteria": "doesNotContainAnyOf", "values": ["x"]})),
-        &[dir.to_str().unwrap()],
-        Format::Json,
-    )
-    .unwrap();
-    let report: Value = serde_json::from_str(&finished.output).unwrap();
-    let objects: Vec<&str> = report["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["object"].as_str().unwrap())
-        .collect();
+    );
+    let objects = objects(&report);
     let pod = format!("Pod shop/{}x7k2p", &format!("{long}-")[..58]);
     assert_eq!(
         objects,
@@ -449,14 +453,8 @@ fn a_repository_is_walked_as_a_person_would_check_it() {
     .unwrap();
     assert_eq!(finished.status, 0, "{}", finished.output);
     let report: Value = serde_json::from_str(&finished.output).unwrap();
-    let objects: Vec<&str> = report["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["object"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        objects,
+        objects(&report),
         ["Job shop/once", "Pod shop/once-x7k2p"],
         "each file once"
     );
