@@ -37,6 +37,7 @@ fn check(
         kubectl_apply: false,
         derive: true,
         format,
+        only_rejected: false,
     };
     command.run(|_, _| {})
 }
@@ -225,6 +226,54 @@ fn names_and_scope_are_the_clusters() {
         json!([
             "names ending in `x7k2p` are illustrative: the API server ends each name made from a `generateName` with five random characters of its own"
         ])
+    );
+}
+
+/// Only the rejected objects, and workflow commands GitHub shows on the
+/// pull request's lines; the summary counts every object either way.
+#[test]
+fn only_rejected_and_github_outputs() {
+    let policy = || manifest("examples/cluster-admission-policy.yaml");
+    let command = |format, only_rejected| Command {
+        module: module_path(),
+        inputs: vec!["examples".to_string()],
+        policy: policy(),
+        namespace: None,
+        kubectl_apply: false,
+        derive: true,
+        format,
+        only_rejected,
+    };
+    // The examples given as a relative path, as in a repository: the
+    // workflow commands name files relative to it. (No other test here
+    // depends on the working directory.)
+    std::env::set_current_dir(root()).unwrap();
+    let table = command(Format::Table, true).run(|_, _| {}).unwrap();
+    let rows: Vec<&str> = table.output.lines().take_while(|l| !l.is_empty()).collect();
+    assert_eq!(rows.len(), 2, "{}", table.output);
+    assert!(
+        rows[1].starts_with("Pod shop/web-796cb6795c-x7k2p "),
+        "{}",
+        rows[1]
+    );
+    assert!(
+        table.output.ends_with(
+            "6 objects checked, 1 rejected, 5 left out by the policy's rules or selectors\n"
+        ),
+        "{}",
+        table.output
+    );
+    let github = command(Format::Github, false).run(|_, _| {}).unwrap();
+    assert_eq!(github.status, 1);
+    let lines: Vec<&str> = github.output.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "::warning file=examples/manifests/web.yaml,line=4,title=Pod shop/web-796cb6795c-x7k2p (from Deployment shop/web → ReplicaSet shop/web-796cb6795c)::Pod \"shop/web-796cb6795c-x7k2p\" lacks required annotations; add \"example.com/owner\"",
+            "::notice::names ending in `x7k2p` are illustrative: the API server ends each name made from a `generateName` with five random characters of its own",
+            "::notice::the policy is in monitor mode: policy-server would log these rejections, not make them",
+            "6 objects checked, 1 rejected, 5 left out by the policy's rules or selectors",
+        ]
     );
 }
 

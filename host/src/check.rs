@@ -36,6 +36,8 @@ pub enum PolicySource {
 pub enum Format {
     Table,
     Json,
+    /// GitHub Actions' workflow commands.
+    Github,
 }
 
 /// A whole `check`, as the command line gives it.
@@ -49,6 +51,8 @@ pub struct Command {
     pub kubectl_apply: bool,
     pub derive: bool,
     pub format: Format,
+    /// Print only the rejected objects; the summary counts them all.
+    pub only_rejected: bool,
 }
 
 /// What a check prints, and its exit status: 0 when nothing is rejected,
@@ -95,8 +99,9 @@ impl Command {
             .map_err(|e| e.to_string())?;
         let mode = checker.policy().mode.as_str();
         let output = match self.format {
-            Format::Table => report::table(&outcome, mode),
-            Format::Json => report::json(&outcome, mode),
+            Format::Table => report::table(&outcome, mode, self.only_rejected),
+            Format::Json => report::json(&outcome, mode, self.only_rejected),
+            Format::Github => report::github(&outcome, mode),
         };
         let status = match (outcome.unusable.is_empty(), outcome.rejected()) {
             (false, _) => 2,

@@ -66,6 +66,7 @@ fn run() -> Result<(), String> {
         kubectl_apply: false,
         derive: true,
         format: Format::Json,
+        only_rejected: false,
     };
     for run in 1..=runs {
         let start = Instant::now();

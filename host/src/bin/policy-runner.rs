@@ -91,6 +91,9 @@ struct CheckArgs {
     /// How to print the results.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
     output: Output,
+    /// Print only the rejected objects (the summary still counts them all).
+    #[arg(long)]
+    only_rejected: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -99,6 +102,9 @@ enum Output {
     Table,
     /// One JSON document, for machines.
     Json,
+    /// GitHub Actions' workflow commands: each rejection shown on its
+    /// manifest's line in a pull request.
+    Github,
 }
 
 fn main() -> ExitCode {
@@ -145,6 +151,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
     let format = match args.output {
         Output::Table => Format::Table,
         Output::Json => Format::Json,
+        Output::Github => Format::Github,
     };
     let policy = match (args.policy, settings(&args.settings)?) {
         (Some(path), _) => {
@@ -167,6 +174,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
         kubectl_apply: args.kubectl_apply,
         derive: !args.no_derived,
         format,
+        only_rejected: args.only_rejected,
     };
     let mut progress: Option<Progress> = None;
     let finished = command.run(|done, total| {

@@ -6,20 +6,20 @@ use std::io::IsTerminal;
 
 use serde_json::json;
 
+use super::manifests::Source;
 use super::{Outcome, Row};
 
 /// The table: object, what it is made from, verdict, message; then the
 /// input that could not be used, the warnings, and the summary.
-pub fn table(outcome: &Outcome, mode: &str) -> String {
+pub fn table(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
+    let rows: Vec<&Row> = shown(outcome, only_rejected).collect();
     let derived = |row: &Row| match row.derived_from.is_empty() {
         true => "-".to_string(),
         false => row.derived_from.join(" → "),
     };
     let verdict = |row: &Row| if row.accepted { "accepted" } else { "rejected" };
     let width = |title: &str, cell: &dyn Fn(&Row) -> String| {
-        outcome
-            .rows
-            .iter()
+        rows.iter()
             .map(|row| cell(row).chars().count())
             .chain([title.len()])
             .max()
@@ -28,7 +28,7 @@ pub fn table(outcome: &Outcome, mode: &str) -> String {
     let object_width = width("OBJECT", &|row| row.object.clone());
     let derived_width = width("DERIVED FROM", &|row| derived(row));
     let mut out = String::new();
-    if !outcome.rows.is_empty() {
+    if !rows.is_empty() {
         let line = |out: &mut String, object: &str, from: &str, verdict: &str, message: &str| {
             let pad = |text: &str, width: usize| {
                 format!(
@@ -45,7 +45,7 @@ pub fn table(outcome: &Outcome, mode: &str) -> String {
             let _ = writeln!(out, "{}", text.trim_end());
         };
         line(&mut out, "OBJECT", "DERIVED FROM", "VERDICT", "MESSAGE");
-        for row in &outcome.rows {
+        for row in &rows {
             let message = row.message.as_deref().unwrap_or("");
             line(&mut out, &row.object, &derived(row), verdict(row), message);
         }
@@ -61,14 +61,96 @@ pub fn table(outcome: &Outcome, mode: &str) -> String {
         let _ = writeln!(out, "warning: {warning}");
     }
     if mode == "monitor" {
-        let _ = writeln!(
-            out,
-            "note: the policy is in monitor mode: policy-server would log these rejections, not make them"
-        );
+        let _ = writeln!(out, "note: {MONITOR}");
     }
     out.push_str(&summary(outcome));
     out.push('\n');
     out
+}
+
+const MONITOR: &str =
+    "the policy is in monitor mode: policy-server would log these rejections, not make them";
+
+/// The rows to print: all, or only the rejected ones (the summary still
+/// counts every row).
+fn shown(outcome: &Outcome, only_rejected: bool) -> impl Iterator<Item = &Row> {
+    outcome
+        .rows
+        .iter()
+        .filter(move |row| !(only_rejected && row.accepted))
+}
+
+/// GitHub Actions' workflow commands, which GitHub shows on the lines of a
+/// pull request: each rejection on its manifest's line (a warning where
+/// the policy is in monitor mode, as policy-server only logs it), each
+/// unusable document an error, each note and warning a notice; then the
+/// summary line.
+pub fn github(outcome: &Outcome, mode: &str) -> String {
+    let mut out = String::new();
+    let mut command = |level: &str, source: Option<&Source>, title: &str, message: &str| {
+        let mut properties = Vec::new();
+        if let Some(source) = source.filter(|s| s.file != "-") {
+            properties.push(format!("file={}", property(&source.file)));
+            properties.push(format!("line={}", source.line));
+        }
+        if !title.is_empty() {
+            properties.push(format!("title={}", property(title)));
+        }
+        let properties = match properties.is_empty() {
+            true => String::new(),
+            false => format!(" {}", properties.join(",")),
+        };
+        let _ = writeln!(out, "::{level}{properties}::{}", data(message));
+    };
+    let rejection = if mode == "monitor" {
+        "warning"
+    } else {
+        "error"
+    };
+    for row in shown(outcome, true) {
+        let title = match row.derived_from.is_empty() {
+            true => row.object.clone(),
+            false => format!("{} (from {})", row.object, row.derived_from.join(" → ")),
+        };
+        command(
+            rejection,
+            Some(&row.source),
+            &title,
+            row.message.as_deref().unwrap_or("rejected"),
+        );
+    }
+    for unusable in &outcome.unusable {
+        command(
+            "error",
+            Some(&unusable.source),
+            "unusable",
+            &unusable.reason,
+        );
+    }
+    for note in &outcome.notes {
+        command("notice", Some(&note.source), "", &note.text);
+    }
+    for warning in &outcome.warnings {
+        command("notice", None, "", warning);
+    }
+    if mode == "monitor" {
+        command("notice", None, "", MONITOR);
+    }
+    out.push_str(&summary(outcome));
+    out.push('\n');
+    out
+}
+
+/// A workflow command's message, escaped as GitHub reads it.
+fn data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A workflow command's property value: its separators escaped too.
+fn property(text: &str) -> String {
+    data(text).replace(':', "%3A").replace(',', "%2C")
 }
 
 /// `N objects checked, M rejected`, and what else happened.
@@ -107,10 +189,8 @@ pub fn summary(outcome: &Outcome) -> String {
 }
 
 /// The outcome as one JSON document.
-pub fn json(outcome: &Outcome, mode: &str) -> String {
-    let rows: Vec<_> = outcome
-        .rows
-        .iter()
+pub fn json(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
+    let rows: Vec<_> = shown(outcome, only_rejected)
         .map(|row| {
             json!({
                 "object": row.object,
@@ -179,5 +259,16 @@ impl Progress {
             // The bar is gone before the report is printed.
             bar.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workflow_commands_escape_what_github_reads_as_syntax() {
+        assert_eq!(data("50% of a\r\nline"), "50%25 of a%0D%0Aline");
+        assert_eq!(property("a:b,c%"), "a%3Ab%2Cc%25");
     }
 }
