@@ -277,6 +277,62 @@ fn only_rejected_and_github_outputs() {
     );
 }
 
+/// JUnit XML that an XML reader takes, holding one test case per object
+/// and per unusable document, with the counts its suites state.
+#[test]
+fn junit_output_reads_back_as_the_results() {
+    use quick_xml::events::Event;
+    let dir = scratch("junit");
+    std::fs::write(
+        dir.join("bad.yaml"),
+        "kind: Pod\nmetadata: {name: \"a&<b>\"}\n",
+    )
+    .unwrap();
+    let finished = check(
+        &module_path(),
+        manifest("examples/cluster-admission-policy.yaml"),
+        &["examples", dir.to_str().unwrap()],
+        Format::Junit,
+    )
+    .unwrap();
+    assert_eq!(finished.status, 2);
+    let mut reader = quick_xml::Reader::from_str(&finished.output);
+    let (mut cases, mut failures, mut errors) = (Vec::new(), Vec::new(), 0);
+    let mut stated = Vec::new();
+    loop {
+        match reader.read_event().expect("well-formed XML") {
+            Event::Eof => break,
+            Event::Start(e) | Event::Empty(e) => {
+                let attribute = |name: &str| {
+                    e.try_get_attribute(name)
+                        .unwrap()
+                        .map(|a| a.unescape_value().unwrap().into_owned())
+                };
+                match e.name().as_ref() {
+                    b"testsuites" | b"testsuite" => stated.push((
+                        attribute("tests").unwrap(),
+                        attribute("failures").unwrap(),
+                        attribute("errors").unwrap(),
+                    )),
+                    b"testcase" => cases.push(attribute("name").unwrap()),
+                    b"failure" => failures.push(attribute("message").unwrap()),
+                    b"error" => errors += 1,
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(cases.len(), 7, "{cases:?}");
+    assert_eq!(failures.len(), 1);
+    assert!(failures[0].contains("lacks required annotations; add \"example.com/owner\""));
+    assert_eq!(errors, 1);
+    let counts = ("7".to_string(), "1".to_string(), "1".to_string());
+    assert_eq!(stated, [counts.clone(), counts]);
+    assert!(cases.iter().any(|c| c.starts_with("Pod shop/web-")));
+    assert!(cases.iter().any(|c| c.ends_with("bad.yaml:1")), "{cases:?}");
+}
+
 /// A group is judged member by member, as its expression calls them; a
 /// rejection says the group's message and each member's.
 #[test]

@@ -38,6 +38,8 @@ pub enum Format {
     Json,
     /// GitHub Actions' workflow commands.
     Github,
+    /// JUnit XML.
+    Junit,
 }
 
 /// A whole `check`, as the command line gives it.
@@ -102,6 +104,7 @@ impl Command {
             Format::Table => report::table(&outcome, mode, self.only_rejected),
             Format::Json => report::json(&outcome, mode, self.only_rejected),
             Format::Github => report::github(&outcome, mode),
+            Format::Junit => report::junit(&outcome, &checker.policy().name),
         };
         let status = match (outcome.unusable.is_empty(), outcome.rejected()) {
             (false, _) => 2,

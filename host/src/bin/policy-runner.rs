@@ -105,6 +105,8 @@ enum Output {
     /// GitHub Actions' workflow commands: each rejection shown on its
     /// manifest's line in a pull request.
     Github,
+    /// JUnit XML: a test case an object, a failure for each rejection.
+    Junit,
 }
 
 fn main() -> ExitCode {
@@ -152,6 +154,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
         Output::Table => Format::Table,
         Output::Json => Format::Json,
         Output::Github => Format::Github,
+        Output::Junit => Format::Junit,
     };
     let policy = match (args.policy, settings(&args.settings)?) {
         (Some(path), _) => {

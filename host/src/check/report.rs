@@ -141,6 +141,84 @@ pub fn github(outcome: &Outcome, mode: &str) -> String {
     out
 }
 
+/// JUnit XML, which CI systems show as test results: one test case an
+/// object (a failure for a rejection, its message and what it is made
+/// from), one an unusable document (an error), in one suite named after
+/// the policy.
+pub fn junit(outcome: &Outcome, policy: &str) -> String {
+    let mut cases = String::new();
+    for row in &outcome.rows {
+        let _ = write!(
+            cases,
+            "    <testcase name=\"{}\" classname=\"{}\" file=\"{}\" line=\"{}\"",
+            xml(&row.object),
+            xml(&row.source.file),
+            xml(&row.source.file),
+            row.source.line
+        );
+        match row.accepted {
+            true => cases.push_str("/>\n"),
+            false => {
+                let _ = write!(
+                    cases,
+                    ">\n      <failure type=\"rejected\" message=\"{}\">{}</failure>\n    </testcase>\n",
+                    xml(row.message.as_deref().unwrap_or("rejected")),
+                    xml(&match row.derived_from.is_empty() {
+                        true => format!("{} at {}", row.object, row.source),
+                        false => format!(
+                            "{} from {} at {}",
+                            row.object,
+                            row.derived_from.join(" → "),
+                            row.source
+                        ),
+                    })
+                );
+            }
+        }
+    }
+    for unusable in &outcome.unusable {
+        let _ = write!(
+            cases,
+            "    <testcase name=\"{}\" classname=\"{}\" file=\"{}\" line=\"{}\">\n      <error type=\"unusable\" message=\"{}\"/>\n    </testcase>\n",
+            xml(&unusable.source.to_string()),
+            xml(&unusable.source.file),
+            xml(&unusable.source.file),
+            unusable.source.line,
+            xml(&unusable.reason)
+        );
+    }
+    let (tests, failures, errors) = (
+        outcome.rows.len() + outcome.unusable.len(),
+        outcome.rejected(),
+        outcome.unusable.len(),
+    );
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"policy-runner check\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n{cases}  </testsuite>\n</testsuites>\n",
+        xml(policy)
+    )
+}
+
+/// Text in an XML attribute or element. (A table of five escapes: no
+/// library is needed to write XML this simple; the tests read it with one.)
+fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // XML 1.0 has no control characters but these.
+            c if c.is_control() && !matches!(c, '\t' | '\n' | '\r') => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A workflow command's message, escaped as GitHub reads it.
 fn data(text: &str) -> String {
     text.replace('%', "%25")
@@ -265,6 +343,12 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xml_text_escapes_its_five_characters_and_controls() {
+        assert_eq!(xml("a&<b>\"'c"), "a&amp;&lt;b&gt;&quot;&apos;c");
+        assert_eq!(xml("tab\there\u{1}"), "tab\there\\u{1}");
+    }
 
     #[test]
     fn workflow_commands_escape_what_github_reads_as_syntax() {
