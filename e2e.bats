@@ -282,7 +282,7 @@ runner_check() {
 @test "check: the examples, with the Pod the Deployment's ReplicaSet would make rejected" {
   runner_check --policy examples/cluster-admission-policy.yaml examples/
   [ "$status" -eq 1 ]
-  [[ "$output" == *'Deployment shop/web → ReplicaSet shop/web-'*'rejected  Pod "shop/web-'*'lacks required annotations; add "example.com/owner"'* ]]
+  [[ "$output" == *'Deployment shop/web → ReplicaSet shop/web-'*'rejected  lacks required annotations; add "example.com/owner"'* ]]
   [[ "${lines[-1]}" == "6 objects checked, 1 rejected, 5 left out by the policy's rules or selectors" ]]
 }
 

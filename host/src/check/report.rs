@@ -46,7 +46,7 @@ pub fn table(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
         };
         line(&mut out, "OBJECT", "DERIVED FROM", "VERDICT", "MESSAGE");
         for row in &rows {
-            let message = row.message.as_deref().unwrap_or("");
+            let message = without_subject(row);
             line(&mut out, &row.object, &derived(row), verdict(row), message);
         }
         out.push('\n');
@@ -66,6 +66,18 @@ pub fn table(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
     out.push_str(&summary(outcome));
     out.push('\n');
     out
+}
+
+/// A row's message without the object it names, which the row names
+/// already: `Pod "shop/web" lacks …` reads `lacks …` in the row of
+/// `Pod shop/web`. (The JSON and the other outputs keep it whole.)
+fn without_subject(row: &Row) -> &str {
+    let message = row.message.as_deref().unwrap_or("");
+    let Some((kind, name)) = row.object.split_once(' ') else {
+        return message;
+    };
+    let subject = format!("{kind} \"{name}\" ");
+    message.strip_prefix(subject.as_str()).unwrap_or(message)
 }
 
 const MONITOR: &str =
@@ -343,6 +355,39 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_says_its_object_once() {
+        let row = |object: &str, message: &str| Row {
+            object: object.to_string(),
+            derived_from: Vec::new(),
+            source: Source {
+                file: "m.yaml".to_string(),
+                line: 1,
+                item: None,
+            },
+            accepted: false,
+            message: Some(message.to_string()),
+        };
+        let namespaced = row(
+            "Pod shop/web",
+            "Pod \"shop/web\" lacks required annotations",
+        );
+        assert_eq!(without_subject(&namespaced), "lacks required annotations");
+        let cluster = row(
+            "Namespace shop",
+            "Namespace \"shop\" carries forbidden annotations",
+        );
+        assert_eq!(without_subject(&cluster), "carries forbidden annotations");
+        let group = row(
+            "Pod shop/web",
+            "group says no (a: Pod \"shop/web\" lacks x)",
+        );
+        assert_eq!(
+            without_subject(&group),
+            "group says no (a: Pod \"shop/web\" lacks x)"
+        );
+    }
 
     #[test]
     fn xml_text_escapes_its_five_characters_and_controls() {
