@@ -103,13 +103,10 @@ fn first_time(path: &Path, seen: &mut HashSet<PathBuf>) -> bool {
     }
 }
 
+/// A whole file that could not be used.
 fn whole(file: &str, reason: String) -> Unusable {
     Unusable {
-        source: Source {
-            file: file.to_string(),
-            line: 1,
-            item: None,
-        },
+        source: file_source(file, 1),
         reason,
     }
 }
