@@ -380,25 +380,14 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Where the next token starts: the start of a value `text_since`
-    /// returns once it has been read or skipped.
-    pub fn offset(&mut self) -> usize {
-        self.pos()
+    /// Skips one value and returns its text, checked no further than
+    /// skipping checks it.
+    pub fn value_text(&mut self) -> Result<&'a [u8]> {
+        self.skip_to_text().map(|(_, text)| text)
     }
 
-    /// The text of the value read or skipped since `start` (an `offset`),
-    /// without the white space after it; checked no further than reading it
-    /// checked it.
-    pub fn text_since(&mut self, start: usize) -> &'a [u8] {
-        let mut end = self.pos();
-        while end > start && matches!(self.input[end - 1], b' ' | b'\n' | b'\t' | b'\r') {
-            end -= 1;
-        }
-        &self.input[start..end]
-    }
-
-    /// Skips one value and returns its text, which must be valid UTF-8.
-    pub fn raw_value(&mut self) -> Result<&'a [u8]> {
+    /// Skips one value; where it starts, and its text.
+    fn skip_to_text(&mut self) -> Result<(usize, &'a [u8])> {
         let start = self.pos();
         let end = match self.skip_value_to()? {
             Some(end) => end,
@@ -407,7 +396,12 @@ impl<'a> Reader<'a> {
                 Err(_) => return self.syntax(),
             },
         };
-        let raw = &self.input[start..end];
+        Ok((start, &self.input[start..end]))
+    }
+
+    /// Skips one value and returns its text, which must be valid UTF-8.
+    pub fn raw_value(&mut self) -> Result<&'a [u8]> {
+        let (start, raw) = self.skip_to_text()?;
         match std::str::from_utf8(raw) {
             Ok(_) => Ok(raw),
             Err(e) => Err(Error::new(start + e.valid_up_to(), "invalid UTF-8")),

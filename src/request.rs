@@ -97,13 +97,15 @@ pub fn parts(payload: &[u8]) -> Option<Parts<'_>> {
         }
         let mut fields = r.members();
         while let Some(field) = fields.next(r).ok()? {
-            let start = r.offset();
-            r.skip_value().ok()?;
-            if field.is("userInfo") {
-                parts.user_info = Some(r.text_since(start));
+            let part = if field.is("userInfo") {
+                &mut parts.user_info
             } else if field.is("object") {
-                parts.object = Some(r.text_since(start));
-            }
+                &mut parts.object
+            } else {
+                r.skip_value().ok()?;
+                continue;
+            };
+            *part = Some(r.value_text().ok()?);
         }
     }
     Some(parts)
