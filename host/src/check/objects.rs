@@ -202,7 +202,12 @@ impl Owners {
             if let Some(owner) = controller_of_object(object) {
                 match owner["uid"].as_str().filter(|uid| !uid.is_empty()) {
                     Some(uid) => owners.uids.insert(uid.to_string()),
-                    None => owners.names.insert(key(object, owner)),
+                    // An owner shares its object's namespace.
+                    None => owners.names.insert(named(
+                        &owner["kind"],
+                        &object["metadata"]["namespace"],
+                        &owner["name"],
+                    )),
                 };
             }
         }
@@ -212,14 +217,13 @@ impl Owners {
     /// Whether the input holds objects that `object` controls.
     fn own_children_in_input(&self, object: &Value) -> bool {
         let metadata = &object["metadata"];
-        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
         metadata["uid"]
             .as_str()
             .is_some_and(|uid| self.uids.contains(uid))
-            || self.names.contains(&(
-                text(&object["kind"]),
-                text(&metadata["namespace"]),
-                text(&metadata["name"]),
+            || self.names.contains(&named(
+                &object["kind"],
+                &metadata["namespace"],
+                &metadata["name"],
             ))
     }
 }
@@ -232,14 +236,10 @@ fn controller_of_object(object: &Value) -> Option<&Value> {
         .find(|owner| owner["controller"] == true)
 }
 
-/// An owner's kind, namespace (the object's: owners share it) and name.
-fn key(object: &Value, owner: &Value) -> (String, String, String) {
+/// An object by its kind, namespace and name, as `Owners` holds it.
+fn named(kind: &Value, namespace: &Value, name: &Value) -> (String, String, String) {
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    (
-        text(&owner["kind"]),
-        text(&object["metadata"]["namespace"]),
-        text(&owner["name"]),
-    )
+    (text(kind), text(namespace), text(name))
 }
 
 /// The object of the input as admitted, then each object made from it.

@@ -55,6 +55,9 @@ impl Rule {
     }
 }
 
+/// The label the API server gives every namespace: its name.
+const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
 /// The labels of each Namespace of the input, by name, with the name label
 /// the API server gives every namespace.
 pub type Namespaces = std::collections::HashMap<String, serde_json::Map<String, Value>>;
@@ -69,7 +72,7 @@ pub fn namespaces_of<'v>(objects: impl IntoIterator<Item = &'v Value>) -> Namesp
                 .as_object()
                 .cloned()
                 .unwrap_or_default();
-            labels.insert("kubernetes.io/metadata.name".to_string(), name.into());
+            labels.insert(NAME_LABEL.to_string(), name.into());
             Some((name.to_string(), labels))
         })
         .collect()
@@ -258,21 +261,20 @@ impl Policy {
             }
         }
         // A namespace selector applies to namespaced objects and to
-        // Namespaces; of a namespace, only its name label is known here.
+        // Namespaces.
         let namespace = match kind {
             "Namespace" => object["metadata"]["name"].as_str(),
             _ => namespace,
         };
         if let (Some(selector), Some(namespace)) = (&self.namespace_selector, namespace) {
-            const NAME: &str = "kubernetes.io/metadata.name";
             // A Namespace of the input brings all its labels; of any other,
             // only the name label the API server sets is known.
             let (labels, known) = match namespaces.get(namespace) {
                 Some(labels) => (labels.clone(), &[][..]),
                 None => {
                     let mut labels = serde_json::Map::new();
-                    labels.insert(NAME.to_string(), namespace.into());
-                    (labels, &[NAME][..])
+                    labels.insert(NAME_LABEL.to_string(), namespace.into());
+                    (labels, &[NAME_LABEL][..])
                 }
             };
             match selector.matches(&labels, known) {
@@ -280,7 +282,7 @@ impl Policy {
                 Some(true) => {}
                 None => {
                     scope = Scope::Assumed(format!(
-                        "{}'s namespaceSelector names namespace labels other than {NAME}, \
+                        "{}'s namespaceSelector names namespace labels other than {NAME_LABEL}, \
                          which the check knows only of the Namespaces in its input: it judges \
                          objects in every other namespace",
                         self.name
