@@ -347,3 +347,34 @@ runner_check() {
   [ "$status" -eq 2 ]
   [[ "$stderr" == *'`values` is empty'* ]]
 }
+
+# `serve` stands in for policy-server in the cluster tests (cluster/run): an
+# AdmissionReview over HTTPS in, the AdmissionReview the API server reads out.
+@test "serve: answers AdmissionReview v1 over HTTPS, and refuses to start with invalid settings" {
+  local runner="$BATS_TEST_DIRNAME/target/debug/policy-runner" dir="$BATS_TEST_TMPDIR"
+  if [ ! -x "$runner" ]; then
+    skip "build the runner first (cargo build -p policy-host)"
+  fi
+  run --separate-stderr "$runner" serve "$POLICY" --settings-json '{"criteria":"containsAllOf","values":[]}' --cert x --key y
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *'the settings are not valid'*'`values` is empty'* ]]
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+    -keyout "$dir/key.pem" -out "$dir/cert.pem" -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+  "$runner" serve "$POLICY" --settings-json "$ALLOWLIST" --listen 127.0.0.1:0 \
+    --cert "$dir/cert.pem" --key "$dir/key.pem" --record "$dir/reviews.jsonl" 2>"$dir/serve.log" &
+  local pid=$!
+  local url=""
+  for _ in $(seq 50); do
+    url=$(sed -n 's#^serve: listening on \(https://[^/]*\)/.*#\1#p' "$dir/serve.log")
+    [ -n "$url" ] && break
+    sleep 0.1
+  done
+  printf '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":%s}' \
+    "$(cat test_data/cluster/31-pod-create-user-forges-mirror-pod.json)" > "$dir/review.json"
+  run curl -sS --cacert "$dir/cert.pem" -H 'Content-Type: application/json' --data-binary "@$dir/review.json" "$url/validate/allowlist"
+  kill "$pid"
+  [ "$status" -eq 0 ]
+  [[ "$output" == '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"allowed":false,'* ]]
+  [[ "$output" == *'remove \"kubernetes.io/config.mirror\""'* ]]
+  [ "$(wc -l < "$dir/reviews.jsonl")" -eq 1 ]
+}

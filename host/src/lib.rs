@@ -4,6 +4,7 @@
 //! benchmark.
 
 pub mod check;
+pub mod serve;
 
 use std::fmt;
 use std::path::Path;

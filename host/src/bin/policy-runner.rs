@@ -50,6 +50,31 @@ enum Command {
     /// nothing is rejected, 1 when something is, 2 when some input or the
     /// settings cannot be used.
     Check(CheckArgs),
+    /// Answer AdmissionReview v1 over HTTPS with the module, as
+    /// policy-server does, at `/validate/<policy>`. For the cluster tests and
+    /// experiments only: deploy policy-server to enforce the policy.
+    Serve(ServeArgs),
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// The policy module (`policy.wasm`).
+    module: PathBuf,
+    #[command(flatten)]
+    settings: SettingsArgs,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8443")]
+    listen: std::net::SocketAddr,
+    /// The serving certificate (PEM, with its chain).
+    #[arg(long)]
+    cert: PathBuf,
+    /// The certificate's private key (PEM).
+    #[arg(long)]
+    key: PathBuf,
+    /// Append each review received and its answer to this file, a JSON
+    /// line each.
+    #[arg(long)]
+    record: Option<PathBuf>,
 }
 
 /// The policy's settings, as `kwctl run` takes them.
@@ -126,6 +151,7 @@ fn main() -> ExitCode {
             request_path,
         } => run_manifest(&module, &manifest, request_path.as_deref()),
         Command::Check(args) => run_check(args),
+        Command::Serve(args) => run_serve(args),
     };
     match result {
         Ok(code) => code,
@@ -187,6 +213,19 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
     })?;
     print!("{}", finished.output);
     Ok(ExitCode::from(finished.status))
+}
+
+fn run_serve(args: ServeArgs) -> Result<ExitCode, String> {
+    let settings = settings(&args.settings)?.unwrap_or_else(|| Value::Object(Default::default()));
+    policy_host::serve::serve(policy_host::serve::Options {
+        module: args.module,
+        settings: serde_json::to_vec(&settings).map_err(|e| e.to_string())?,
+        listen: args.listen,
+        certificate: args.cert,
+        key: args.key,
+        record: args.record,
+    })?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_request(

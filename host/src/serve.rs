@@ -1,0 +1,281 @@
+//! The module as a validating webhook, answering AdmissionReview v1 over
+//! HTTPS the way policy-server does: the review's request goes to the module
+//! as Kubewarden's ValidationRequest (`{"request": …, "settings": …}`) and its
+//! ValidationResponse comes back wrapped in an AdmissionReview response.
+//!
+//! This stands in for policy-server in the cluster tests (`cluster/run`) and
+//! in experiments, and nowhere else: it has no policy group, no mutation, no
+//! metrics, no context-aware calls. Users run policy-server.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::{CompiledPolicy, Policy, ValidationVerdict};
+
+/// Where the webhook listens and what it answers with.
+pub struct Options {
+    pub module: PathBuf,
+    /// The settings as JSON text; checked with `validate_settings` before
+    /// anything listens, as policy-server refuses to start without them.
+    pub settings: Vec<u8>,
+    pub listen: SocketAddr,
+    /// PEM files of the serving certificate (its chain) and its key.
+    pub certificate: PathBuf,
+    pub key: PathBuf,
+    /// A file to which each review received and its answer are appended,
+    /// one JSON line each: `{"review": …, "response": …}`.
+    pub record: Option<PathBuf>,
+}
+
+#[derive(Deserialize)]
+struct Review<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: Option<String>,
+    kind: Option<String>,
+    #[serde(borrow)]
+    request: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct RequestUid {
+    uid: String,
+}
+
+/// The `response` of an AdmissionReview, as policy-server fills it.
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Response {
+    pub uid: String,
+    pub allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit_annotations: Option<serde_json::Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
+}
+
+#[derive(Debug, Serialize, PartialEq)]
+pub struct Status {
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<u16>,
+}
+
+/// Why a review got no answer from the module: the API server hears it as
+/// an HTTP error, which a `failurePolicy: Fail` webhook turns into a refusal.
+#[derive(Debug, PartialEq)]
+pub enum Refusal {
+    /// The body is no AdmissionReview v1 with a request and its uid (400).
+    BadReview(String),
+    /// The module trapped or answered out of protocol (500).
+    Module(String),
+}
+
+/// The AdmissionReview that answers `body`, judged by `policy` with
+/// `settings` (a JSON text).
+pub fn answer(policy: &Policy, settings: &[u8], body: &[u8]) -> Result<Value, Refusal> {
+    let bad = |reason: String| Refusal::BadReview(reason);
+    let review: Review =
+        serde_json::from_slice(body).map_err(|e| bad(format!("not an AdmissionReview: {e}")))?;
+    match (review.api_version.as_deref(), review.kind.as_deref()) {
+        (Some("admission.k8s.io/v1"), Some("AdmissionReview")) => {}
+        (version, kind) => {
+            return Err(bad(format!(
+                "expected an admission.k8s.io/v1 AdmissionReview, got apiVersion {version:?}, kind {kind:?}"
+            )));
+        }
+    }
+    let request = review
+        .request
+        .ok_or_else(|| bad("the AdmissionReview has no request".to_string()))?;
+    let uid = serde_json::from_str::<RequestUid>(request.get())
+        .map_err(|e| bad(format!("the request has no uid: {e}")))?
+        .uid;
+    let verdict = policy
+        .validate(request.get().as_bytes(), settings)
+        .map_err(|e| Refusal::Module(e.to_string()))?;
+    Ok(review_answer(uid, verdict))
+}
+
+fn review_answer(uid: String, verdict: ValidationVerdict) -> Value {
+    let status = match verdict.accepted {
+        true => None,
+        false => Some(Status {
+            message: verdict.message.unwrap_or_default(),
+            code: verdict.code,
+        }),
+    };
+    let response = Response {
+        uid,
+        allowed: verdict.accepted,
+        status,
+        audit_annotations: verdict.audit_annotations,
+        warnings: verdict.warnings,
+    };
+    serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": response,
+    })
+}
+
+struct Shared {
+    compiled: CompiledPolicy,
+    settings: Vec<u8>,
+    record: Option<Mutex<File>>,
+}
+
+thread_local! {
+    /// One instance a worker thread, as policy-server keeps one a worker.
+    static INSTANCE: RefCell<Option<Policy>> = const { RefCell::new(None) };
+}
+
+impl Shared {
+    fn judge(&self, body: &[u8]) -> Result<Value, Refusal> {
+        INSTANCE.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            if slot.is_none() {
+                let policy = self
+                    .compiled
+                    .instantiate()
+                    .map_err(|e| Refusal::Module(e.to_string()))?;
+                *slot = Some(policy);
+            }
+            let policy = slot.as_ref().expect("instantiated above");
+            answer(policy, &self.settings, body)
+        })
+    }
+
+    fn write_down(&self, body: &[u8], response: &Value) {
+        let Some(file) = &self.record else { return };
+        let review = serde_json::from_slice::<Value>(body).unwrap_or(Value::Null);
+        let mut line = serde_json::to_vec(&serde_json::json!({
+            "review": review,
+            "response": response,
+        }))
+        .expect("JSON values serialize");
+        line.push(b'\n');
+        let mut file = file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Err(e) = file.write_all(&line).and_then(|()| file.flush()) {
+            eprintln!("serve: cannot record a review: {e}");
+        }
+    }
+}
+
+/// Checks the settings, then answers reviews until the process is stopped.
+pub fn serve(options: Options) -> Result<(), String> {
+    let compiled = CompiledPolicy::from_file(&options.module).map_err(|e| e.to_string())?;
+    let verdict = compiled
+        .instantiate()
+        .and_then(|policy| policy.validate_settings(&options.settings))
+        .map_err(|e| e.to_string())?;
+    if !verdict.valid {
+        return Err(format!(
+            "the settings are not valid: {}",
+            verdict.message.unwrap_or_default()
+        ));
+    }
+    let record = options
+        .record
+        .as_deref()
+        .map(|path| open_record(path).map(Mutex::new))
+        .transpose()?;
+    let shared = Arc::new(Shared {
+        compiled,
+        settings: options.settings,
+        record,
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(listen(
+        shared,
+        options.listen,
+        &options.certificate,
+        &options.key,
+    ))
+}
+
+fn open_record(path: &Path) -> Result<File, String> {
+    File::options()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))
+}
+
+async fn listen(
+    shared: Arc<Shared>,
+    address: SocketAddr,
+    certificate: &Path,
+    key: &Path,
+) -> Result<(), String> {
+    use axum::routing::{get, post};
+    // Only ring is compiled in; a second provider would make rustls ask which.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let tls = axum_server::tls_rustls::RustlsConfig::from_pem_file(certificate, key)
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot use the certificate {} with the key {}: {e}",
+                certificate.display(),
+                key.display()
+            )
+        })?;
+    let app = axum::Router::new()
+        .route("/validate/{policy}", post(validate))
+        .route("/readiness", get(|| async { "ready" }))
+        .with_state(shared);
+    let handle = axum_server::Handle::new();
+    let stopping = handle.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        stopping.shutdown();
+    });
+    let watcher = handle.clone();
+    tokio::spawn(async move {
+        if let Some(bound) = watcher.listening().await {
+            eprintln!("serve: listening on https://{bound}/validate/<policy>");
+        }
+    });
+    axum_server::bind_rustls(address, tls)
+        .handle(handle)
+        .serve(app.into_make_service())
+        .await
+        .map_err(|e| format!("cannot listen on {address}: {e}"))
+}
+
+async fn validate(
+    axum::extract::State(shared): axum::extract::State<Arc<Shared>>,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let judged = {
+        let shared = shared.clone();
+        let body = body.clone();
+        tokio::task::spawn_blocking(move || shared.judge(&body)).await
+    };
+    match judged {
+        Ok(Ok(review)) => {
+            shared.write_down(&body, &review);
+            axum::Json(review).into_response()
+        }
+        Ok(Err(Refusal::BadReview(reason))) => (StatusCode::BAD_REQUEST, reason).into_response(),
+        Ok(Err(Refusal::Module(reason))) => {
+            shared.write_down(&body, &Value::String(reason.clone()));
+            (StatusCode::INTERNAL_SERVER_ERROR, reason).into_response()
+        }
+        Err(panicked) => (StatusCode::INTERNAL_SERVER_ERROR, panicked.to_string()).into_response(),
+    }
+}
