@@ -147,6 +147,18 @@ fn json_for_machines() {
             .unwrap()
             .contains("lacks required annotations")
     );
+    // Each object's annotation keys as judged, sorted: the ReplicaSet
+    // carries what the deployment controller writes on it.
+    assert_eq!(
+        report["results"][1]["annotations"],
+        json!([
+            "deployment.kubernetes.io/desired-replicas",
+            "deployment.kubernetes.io/max-replicas",
+            "deployment.kubernetes.io/revision",
+            "example.com/owner"
+        ])
+    );
+    assert_eq!(pod["annotations"], json!([]));
 }
 
 /// Under the allowlist, the job controller's index on an Indexed Job's

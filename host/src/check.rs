@@ -131,6 +131,9 @@ pub struct Row {
     pub accepted: bool,
     /// The rejection, as the person whose request is rejected reads it.
     pub message: Option<String>,
+    /// The keys of the object's annotations as judged, sorted: what the
+    /// cluster tests hold to the objects a real cluster makes.
+    pub annotations: Vec<String>,
 }
 
 /// What a check found.
@@ -307,12 +310,18 @@ impl Checker {
                 objects::ILLUSTRATIVE_SUFFIX
             ));
         }
+        let mut annotations: Vec<String> = object["metadata"]["annotations"]
+            .as_object()
+            .map(|a| a.keys().cloned().collect())
+            .unwrap_or_default();
+        annotations.sort_unstable();
         outcome.rows.push(Row {
             object: objects::describe(object),
             derived_from: candidate.derived_from,
             source: source.clone(),
             accepted,
             message,
+            annotations,
         });
         Ok(())
     }

@@ -288,6 +288,7 @@ pub fn json(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
                 "source": row.source.to_string(),
                 "allowed": row.accepted,
                 "message": row.message,
+                "annotations": row.annotations,
             })
         })
         .collect();
@@ -368,6 +369,7 @@ mod tests {
             },
             accepted: false,
             message: Some(message.to_string()),
+            annotations: Vec::new(),
         };
         let namespaced = row(
             "Pod shop/web",
