@@ -92,6 +92,11 @@ test: prerequisites
 	@# workspace's features; `make runner` alone would rebuild wasmtime.
 	bats e2e.bats
 
+# A real control plane (Go): see the README's "Building and testing".
+.PHONY: cluster
+cluster:
+	cluster/run
+
 # Uses kwctl where it is installed, the project's runner otherwise.
 .PHONY: e2e-tests
 e2e-tests: policy.wasm runner

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// verdict is one policy's answer to one review, as the webhook gave it.
+type verdict struct {
+	Allowed bool   `json:"allowed"`
+	Message string `json:"message,omitempty"`
+}
+
+type received struct {
+	review   map[string]any
+	verdicts map[string]verdict
+}
+
+// readReviews gathers each review and every policy's answer to it; dry runs
+// (the harness's own probes) are left out. The API server gives each call
+// of each webhook a uid of its own, so the reviews of one request are
+// matched by the rest of their request.
+func (h *harness) readReviews() (map[string]*received, error) {
+	reviews := map[string]*received{}
+	for id, path := range h.webhooks {
+		file, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		scanner := bufio.NewScanner(file)
+		scanner.Buffer(make([]byte, 1<<20), 64<<20)
+		for scanner.Scan() {
+			var line struct {
+				Review   map[string]any  `json:"review"`
+				Response json.RawMessage `json:"response"`
+			}
+			if err := json.Unmarshal(scanner.Bytes(), &line); err != nil {
+				file.Close()
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			request, _ := line.Review["request"].(map[string]any)
+			if request == nil || request["dryRun"] == true {
+				continue
+			}
+			var answer struct {
+				Response struct {
+					Allowed bool `json:"allowed"`
+					Status  struct {
+						Message string `json:"message"`
+					} `json:"status"`
+				} `json:"response"`
+			}
+			v := verdict{}
+			if err := json.Unmarshal(line.Response, &answer); err != nil {
+				// The webhook answered with an error, which the API server
+				// turns into a refusal.
+				v.Message = "webhook error: " + string(line.Response)
+			} else {
+				v = verdict{answer.Response.Allowed, answer.Response.Status.Message}
+			}
+			same := map[string]any{}
+			for field, value := range request {
+				if field != "uid" {
+					same[field] = value
+				}
+			}
+			text, _ := json.Marshal(same)
+			if reviews[string(text)] == nil {
+				reviews[string(text)] = &received{review: line.Review, verdicts: map[string]verdict{}}
+			}
+			reviews[string(text)].verdicts[id] = v
+		}
+		file.Close()
+		if err := scanner.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return reviews, nil
+}
+
+// distinct is what tells two reviews apart for the tests: who sent what
+// kind of request, with which annotation keys, and what each policy said.
+type distinct struct {
+	Kind, Operation, User, Namespace string
+	Keys, OldKeys                    []string
+	Verdicts                         map[string]verdict
+}
+
+func describe(r *received) distinct {
+	request := r.review["request"].(map[string]any)
+	user, _ := request["userInfo"].(map[string]any)["username"].(string)
+	kind, _ := request["kind"].(map[string]any)["kind"].(string)
+	namespace, _ := request["namespace"].(string)
+	operation, _ := request["operation"].(string)
+	return distinct{
+		Kind: kind, Operation: operation, User: sender(user), Namespace: namespace,
+		Keys: annotationKeys(request["object"]), OldKeys: annotationKeys(request["oldObject"]),
+		Verdicts: r.verdicts,
+	}
+}
+
+// compareRecorded holds the committed recordings to this run: the same
+// distinct requests, each with the same verdicts, or a failure naming what
+// differs (then rerun cluster/run to record anew, and read the diff).
+func (h *harness) compareRecorded(dir string, chosen map[string]*received) error {
+	text, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		return fmt.Errorf("nothing recorded for %s: %w", h.release, err)
+	}
+	var index struct {
+		Verdicts map[string]map[string]verdict `json:"verdicts"`
+	}
+	if err := json.Unmarshal(text, &index); err != nil {
+		return err
+	}
+	recorded := map[string]string{}
+	for file, verdicts := range index.Verdicts {
+		var review map[string]any
+		text, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(text, &review); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		recorded[describe(&received{review: review, verdicts: verdicts}).key()] = file
+	}
+	for key := range chosen {
+		if _, ok := recorded[key]; !ok {
+			h.fail("the cluster sent a request that no recording holds: %s", key)
+		}
+	}
+	for key, file := range recorded {
+		if _, ok := chosen[key]; !ok {
+			h.fail("the cluster no longer sends %s: %s", file, key)
+		}
+	}
+	fmt.Printf("   %d distinct requests compared with %s\n", len(chosen), dir)
+	return nil
+}
+
+func (d distinct) key() string {
+	text, _ := json.Marshal(d)
+	return string(text)
+}
+
+func annotationKeys(object any) []string {
+	o, _ := object.(map[string]any)
+	metadata, _ := o["metadata"].(map[string]any)
+	annotations, _ := metadata["annotations"].(map[string]any)
+	keys := []string{}
+	for key := range annotations {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// sender names a request's user as the file names do: a controller by its
+// service account, any node as "node".
+func sender(username string) string {
+	switch {
+	case strings.HasPrefix(username, "system:serviceaccount:kube-system:"):
+		return strings.TrimPrefix(username, "system:serviceaccount:kube-system:")
+	case strings.HasPrefix(username, "system:node:"):
+		return "node"
+	default:
+		return regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.TrimPrefix(strings.ToLower(username), "system:"), "-")
+	}
+}
+
+// writeRecordings writes each distinct review under
+// test_data/cluster/recorded/<release>/ as <kind>-<operation>-<user>.json, and
+// index.json with the settings and every policy's verdict on each.
+func (h *harness) writeRecordings() error {
+	if h.external != "" || (!h.record && !h.compare) {
+		fmt.Println("   not recorded (an external webhook, or --record=false)")
+		return nil
+	}
+	reviews, err := h.readReviews()
+	if err != nil {
+		return err
+	}
+	chosen := map[string]*received{}
+	for _, r := range reviews {
+		request := r.review["request"].(map[string]any)
+		if len(r.verdicts) != len(policies) {
+			h.fail("review %s reached %d of the %d webhooks", request["uid"], len(r.verdicts), len(policies))
+		}
+		key := describe(r).key()
+		// Of equal reviews, keep the earliest uid: reruns pick alike.
+		if chosen[key] == nil || request["uid"].(string) < chosen[key].review["request"].(map[string]any)["uid"].(string) {
+			chosen[key] = r
+		}
+	}
+	keys := make([]string, 0, len(chosen))
+	for key := range chosen {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+
+	dir := filepath.Join(h.root, "test_data/cluster/recorded", h.release)
+	if h.compare {
+		return h.compareRecorded(dir, chosen)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	index := map[string]any{}
+	stems := map[string]int{}
+	for _, key := range keys {
+		r := chosen[key]
+		d := describe(r)
+		stem := strings.ToLower(fmt.Sprintf("%s-%s-%s", d.Kind, d.Operation, d.User))
+		stems[stem]++
+		file := stem + ".json"
+		if stems[stem] > 1 {
+			file = fmt.Sprintf("%s-%d.json", stem, stems[stem])
+		}
+		text, err := json.MarshalIndent(r.review, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), append(text, '\n'), 0o644); err != nil {
+			return err
+		}
+		index[file] = r.verdicts
+	}
+	settings := map[string]json.RawMessage{}
+	for _, p := range policies {
+		settings[p.id] = json.RawMessage(p.settings)
+	}
+	text, err := json.MarshalIndent(map[string]any{
+		"comment":  "Written by cluster/run, never by hand: the distinct AdmissionReviews a real control plane sent the policy's webhooks, and each policy's verdict.",
+		"release":  h.gitVersion,
+		"settings": settings,
+		"verdicts": index,
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "index.json"), append(text, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("   %d reviews received, %d distinct, written to %s\n", len(reviews), len(keys), dir)
+	h.summarize(chosen, keys)
+	return nil
+}
+
+// summarize prints each distinct request with its verdicts, for the run's
+// log and the closing notes.
+func (h *harness) summarize(chosen map[string]*received, keys []string) {
+	for _, key := range keys {
+		r := chosen[key]
+		request := r.review["request"].(map[string]any)
+		user, _ := request["userInfo"].(map[string]any)["username"].(string)
+		kind, _ := request["kind"].(map[string]any)["kind"].(string)
+		var said []string
+		for _, p := range policies {
+			v := r.verdicts[p.id]
+			word := "accept"
+			if !v.Allowed {
+				word = "REJECT"
+			}
+			said = append(said, p.id+"="+word)
+		}
+		fmt.Printf("   | %s | %s | %s | %s | %s |\n", kind, request["operation"], user,
+			strings.Join(annotationKeys(request["object"]), " "), strings.Join(said, " "))
+	}
+}
