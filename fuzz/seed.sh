@@ -21,3 +21,11 @@ for request in ../test_data/*.json ../test_data/cluster/*.json; do
     printf '{"request":%s,"settings":%s}' "$(cat "$request")" "${settings[0]}" > "corpus/$target/seed-$name.json"
   done
 done
+# What a real control plane sent (AdmissionReviews: their requests).
+for review in ../test_data/cluster/recorded/*/*.json; do
+  [ "$(basename "$review")" = index.json ] && continue
+  name=recorded-$(basename "$(dirname "$review")")-$(basename "$review" .json)
+  for target in validate differential; do
+    printf '{"request":%s,"settings":%s}' "$(jq -c .request "$review")" "${settings[0]}" > "corpus/$target/seed-$name.json"
+  done
+done

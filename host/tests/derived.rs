@@ -1,7 +1,9 @@
 //! The objects `check` derives, held to what a real cluster sent
-//! (`test_data/cluster/`): from each recorded object, the object its
-//! controller made next must carry exactly the annotation keys of the
+//! (`test_data/cluster/recorded/`, written by cluster/run; Helm's release
+//! by hand in `test_data/cluster/`): from each recorded object, the object
+//! its controller made next must carry exactly the annotation keys of the
 //! recorded one, and an object as admitted the keys the API server added.
+//! (cluster/run itself holds `check` to the objects the controllers made.)
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -9,24 +11,43 @@ use std::path::Path;
 use policy_host::check::objects::{Admission, Candidate, Owners, candidates};
 use serde_json::Value;
 
-fn recorded(prefix: &str) -> Value {
-    recorded_request(prefix)["object"].clone()
+fn recorded(name: &str) -> Value {
+    recorded_request(name)["object"].clone()
 }
 
-fn recorded_request(prefix: &str) -> Value {
+/// The request of a recording (`1.37/<file>`), or of a hand-written request
+/// by the number its file starts with.
+fn recorded_request(name: &str) -> Value {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../test_data/cluster");
-    let path = std::fs::read_dir(&dir)
-        .expect("test_data/cluster")
-        .map(|entry| entry.expect("an entry").path())
-        .find(|path| {
-            path.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with(prefix)
-        })
-        .unwrap_or_else(|| panic!("no request {prefix}-*"));
-    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+    let path = match name.contains('/') {
+        true => dir.join("recorded").join(name),
+        false => std::fs::read_dir(&dir)
+            .expect("test_data/cluster")
+            .map(|entry| entry.expect("an entry").path())
+            .find(|path| {
+                path.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(name)
+            })
+            .unwrap_or_else(|| panic!("no request {name}-*")),
+    };
+    let json: Value = serde_json::from_slice(&std::fs::read(&path).expect(name)).unwrap();
+    match json["request"].is_object() {
+        true => json["request"].clone(),
+        false => json,
+    }
 }
+
+// What a real cluster sent, by what it is.
+const DEPLOYMENT: &str = "1.37/deployment-create-kubernetes-admin-2.json";
+const ITS_REPLICASET: &str = "1.37/replicaset-create-deployment-controller-3.json";
+const ITS_POD: &str = "1.37/pod-create-replicaset-controller-3.json";
+const DAEMONSET: &str = "1.37/daemonset-create-kubernetes-admin.json";
+const STATEFULSET: &str = "1.37/statefulset-create-kubernetes-admin.json";
+const REPLICATIONCONTROLLER: &str = "1.37/replicationcontroller-create-kubernetes-admin.json";
+/// `kubectl create job --from=cronjob/...`.
+const JOB_FROM_CRONJOB: &str = "1.37/job-create-kubernetes-admin.json";
 
 fn keys(object: &Value) -> BTreeSet<String> {
     object["metadata"]["annotations"]
@@ -51,15 +72,28 @@ fn derived(object: &Value) -> Vec<Candidate> {
 /// (the recorded object, the recorded objects made from it, in order).
 const CHAINS: [(&str, &[&str]); 7] = [
     // A Deployment applied, its ReplicaSet, that ReplicaSet's Pod.
-    ("01", &["02", "03"]),
-    // A Deployment installed by Helm, and its ReplicaSet.
+    (DEPLOYMENT, &[ITS_REPLICASET, ITS_POD]),
+    // A Deployment installed by Helm, and its ReplicaSet (by hand).
     ("29", &["30"]),
-    ("13", &["14"]),
-    ("16", &["17"]),
-    ("19", &["20"]),
-    ("27", &["28"]),
-    // A CronJob's Job, and its Pod.
-    ("08", &["09"]),
+    (DAEMONSET, &["1.37/pod-create-daemon-set-controller-2.json"]),
+    // `kubectl rollout restart`, and the Pods made after it.
+    (
+        "1.37/daemonset-update-kubernetes-admin.json",
+        &["1.37/pod-create-daemon-set-controller.json"],
+    ),
+    (
+        STATEFULSET,
+        &["1.37/pod-create-statefulset-controller.json"],
+    ),
+    (
+        REPLICATIONCONTROLLER,
+        &["1.37/pod-create-replication-controller.json"],
+    ),
+    // A CronJob's Job, and a Job's Pod.
+    (
+        "1.37/job-create-cronjob-controller.json",
+        &["1.37/pod-create-job-controller-2.json"],
+    ),
 ];
 
 #[test]
@@ -105,12 +139,12 @@ fn derived_objects_carry_the_keys_the_controllers_wrote() {
 
 #[test]
 fn derived_objects_say_what_they_come_from() {
-    let chain = derived(&recorded("01"));
+    let chain = derived(&recorded(DEPLOYMENT));
     let from: Vec<String> = chain.iter().map(|c| c.derived_from.join(" → ")).collect();
     assert_eq!(from[0], "");
-    assert_eq!(from[1], "Deployment shop/frontend");
+    assert_eq!(from[1], "Deployment shop/web");
     assert!(
-        from[2].starts_with("Deployment shop/frontend → ReplicaSet shop/frontend-"),
+        from[2].starts_with("Deployment shop/web → ReplicaSet shop/web-"),
         "{}",
         from[2]
     );
@@ -122,14 +156,14 @@ fn derived_objects_say_what_they_come_from() {
 /// the manifest, and kubectl's namespace.
 #[test]
 fn manifests_are_judged_as_admitted() {
-    let mut daemonset = recorded("13");
+    let mut daemonset = recorded(DAEMONSET);
     let metadata = daemonset["metadata"].as_object_mut().unwrap();
     metadata.remove("namespace");
     let annotations = metadata["annotations"].as_object_mut().unwrap();
     annotations.remove("deprecated.daemonset.template.generation");
     annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
     let applied = Admission {
-        namespace: "monitoring".to_string(),
+        namespace: "shop".to_string(),
         kubectl_apply: true,
         derive: false,
         cluster_kinds: Default::default(),
@@ -137,8 +171,8 @@ fn manifests_are_judged_as_admitted() {
     let admitted = candidates(&daemonset, &applied, &Owners::default());
     assert_eq!(admitted.len(), 1, "nothing derived");
     assert!(admitted[0].made_by.is_none(), "the user sends it");
-    assert_eq!(keys(&admitted[0].object), keys(&recorded("13")));
-    assert_eq!(admitted[0].object["metadata"]["namespace"], "monitoring");
+    assert_eq!(keys(&admitted[0].object), keys(&recorded(DAEMONSET)));
+    assert_eq!(admitted[0].object["metadata"]["namespace"], "shop");
     let record = admitted[0].object["metadata"]["annotations"]
         ["kubectl.kubernetes.io/last-applied-configuration"]
         .as_str()
@@ -210,7 +244,7 @@ spec:
 
 /// The recorded Job, as a manifest of the input (no owner).
 fn job_of_the_input() -> Value {
-    let mut job = recorded("25");
+    let mut job = recorded(JOB_FROM_CRONJOB);
     job["metadata"]
         .as_object_mut()
         .unwrap()
@@ -235,20 +269,24 @@ fn nothing_is_made_where_no_controller_makes_anything() {
         kinds(&derived(&object))
     };
     assert_eq!(
-        with("01", &|d| d["spec"]["replicas"] = 0.into()),
+        with(DEPLOYMENT, &|d| d["spec"]["replicas"] = 0.into()),
         ["Deployment", "ReplicaSet"]
     );
     assert_eq!(
-        with("01", &|d| d["spec"]["paused"] = true.into()),
+        with(DEPLOYMENT, &|d| d["spec"]["paused"] = true.into()),
         ["Deployment"]
     );
-    assert_eq!(with("01", &|_| {}), ["Deployment", "ReplicaSet", "Pod"]);
     assert_eq!(
-        with("19", &|s| s["spec"]["replicas"] = 0.into()),
+        with(DEPLOYMENT, &|_| {}),
+        ["Deployment", "ReplicaSet", "Pod"]
+    );
+    assert_eq!(
+        with(STATEFULSET, &|s| s["spec"]["replicas"] = 0.into()),
         ["StatefulSet"]
     );
     assert_eq!(
-        with("27", &|rc| rc["spec"]["replicas"] = 0.into()),
+        with(REPLICATIONCONTROLLER, &|rc| rc["spec"]["replicas"] =
+            0.into()),
         ["ReplicationController"]
     );
     let job = |change: &dyn Fn(&mut Value)| {
@@ -261,7 +299,7 @@ fn nothing_is_made_where_no_controller_makes_anything() {
     assert_eq!(job(&|_| {}), ["Job", "Pod"]);
     // `kubectl create job --from=cronjob` names the CronJob its controller:
     // such a Job is a child already, as in a dump.
-    assert_eq!(kinds(&derived(&recorded("25"))), ["Job"]);
+    assert_eq!(kinds(&derived(&recorded(JOB_FROM_CRONJOB))), ["Job"]);
 }
 
 /// A cluster dump holds what the controllers made: an object with a
@@ -269,9 +307,9 @@ fn nothing_is_made_where_no_controller_makes_anything() {
 /// nothing again.
 #[test]
 fn a_dump_is_not_made_twice() {
-    let deployment = recorded("01");
-    let replicaset = recorded("02");
-    let pod = recorded("03");
+    let deployment = recorded(DEPLOYMENT);
+    let replicaset = recorded(ITS_REPLICASET);
+    let pod = recorded(ITS_POD);
     let dump = [deployment.clone(), replicaset.clone(), pod.clone()];
     let owners = Owners::of(dump.iter());
     let all: Vec<Vec<String>> = dump
@@ -290,7 +328,7 @@ fn a_dump_is_not_made_twice() {
 /// A StatefulSet's claims, as its controller names and annotates them.
 #[test]
 fn a_statefulsets_claims_take_their_templates_annotations() {
-    let mut set = recorded("19");
+    let mut set = recorded(STATEFULSET);
     set["spec"]["volumeClaimTemplates"] = serde_json::json!([{
         "metadata": {"name": "data", "annotations": {"example.com/backup": "daily"}},
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}

@@ -403,16 +403,16 @@ fn cases(settings: &[u8]) -> Vec<Case> {
     ]
 }
 
-const MIRROR_POD: &str = include_str!(
-    "../../../test_data/cluster/32-pod-create-kubelet-mirror-pod-covered-namespace.json"
-);
+const MIRROR_POD: &str =
+    include_str!("../../../test_data/cluster/recorded/1.37/pod-create-node.json");
 const APPARMOR_POD: &str = include_str!(
-    "../../../test_data/cluster/35-pod-create-replicaset-controller-apparmor-1.33.json"
+    "../../../test_data/cluster/recorded/1.33/pod-create-replicaset-controller-2.json"
 );
 
-/// A request of `test_data/cluster/`, as the API server sent it.
+/// The request of a review a real API server sent (cluster/run).
 fn recorded(text: &str) -> Value {
-    serde_json::from_str(text).expect("test_data/cluster holds JSON")
+    let review: Value = serde_json::from_str(text).expect("recordings are JSON");
+    review["request"].clone()
 }
 
 fn ingress() -> Value {

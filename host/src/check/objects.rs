@@ -23,8 +23,9 @@
 //! `ownerReference`) or whose children the input holds already, as a
 //! cluster dump does.
 //!
-//! `test_data/cluster/` holds what a real cluster sent; the tests hold these
-//! objects to it.
+//! `test_data/cluster/recorded/` holds what a real cluster sent;
+//! `host/tests/derived.rs` holds these objects to it, and cluster/run holds
+//! `check` to the objects a real cluster's controllers make.
 
 use std::collections::HashSet;
 
