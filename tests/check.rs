@@ -345,6 +345,99 @@ fn junit_output_reads_back_as_the_results() {
     assert!(cases.iter().any(|c| c.ends_with("bad.yaml:1")), "{cases:?}");
 }
 
+/// The SARIF 2.1.0 JSON schema, as the `serde-sarif` package the runner
+/// builds its SARIF with carries it (no copy of our own to drift).
+fn sarif_schema() -> Value {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let output = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata");
+    assert!(output.status.success(), "cargo metadata failed");
+    let metadata: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let manifest = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "serde-sarif")
+        .expect("serde-sarif in the dependency graph")["manifest_path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let schema = PathBuf::from(manifest).with_file_name("src/schema.json");
+    let schema: Value = serde_json::from_slice(&std::fs::read(&schema).unwrap()).unwrap();
+    assert_eq!(
+        schema["title"],
+        "Static Analysis Results Format (SARIF) Version 2.1.0 JSON Schema"
+    );
+    schema
+}
+
+/// SARIF that the 2.1.0 schema accepts: one result a rejection and one an
+/// unusable document, each at its file and line, the policy as the tool.
+#[test]
+fn sarif_output_validates_against_the_sarif_schema() {
+    let dir = scratch("sarif");
+    std::fs::write(dir.join("bad.yaml"), "kind: Pod\n").unwrap();
+    let finished = check(
+        &module_path(),
+        manifest("examples/cluster-admission-policy.yaml"),
+        &["examples", dir.to_str().unwrap()],
+        Format::Sarif,
+    )
+    .unwrap();
+    assert_eq!(finished.status, 2);
+    let log: Value = serde_json::from_str(&finished.output).expect("SARIF is JSON");
+    // The published schema's `language` pattern has a stray `]`, which
+    // ECMAScript (the schema's regex dialect) reads as a literal and the
+    // validator's check of the schema against its meta-schema refuses: the
+    // pattern the schema means, for a property we never write.
+    let mut schema = sarif_schema();
+    for definition in ["run", "toolComponent"] {
+        let language = &mut schema["definitions"][definition]["properties"]["language"]["pattern"];
+        assert_eq!(language, "^[a-zA-Z]{2}|^[a-zA-Z]{2}-[a-zA-Z]{2}]?$");
+        *language = "^[a-zA-Z]{2}(-[a-zA-Z]{2})?$".into();
+    }
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator.iter_errors(&log).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    // The schema can fail: a result without its message is refused.
+    let mut broken = log.clone();
+    broken["runs"][0]["results"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("message");
+    assert!(!validator.is_valid(&broken));
+
+    let run = &log["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "require-owner");
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{results:#?}");
+    let rejected = &results[0];
+    assert_eq!(rejected["ruleId"], "require-owner");
+    // The example policy is in monitor mode: a warning, not an error.
+    assert_eq!(rejected["level"], "warning");
+    let location = &rejected["locations"][0]["physicalLocation"];
+    assert!(
+        location["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap()
+            .ends_with("examples/manifests/web.yaml"),
+        "{location}"
+    );
+    assert_eq!(location["region"]["startLine"], 4);
+    let text = rejected["message"]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("Pod shop/web-")
+            && text.contains("(made from Deployment shop/web → ReplicaSet shop/web-")
+            && text.ends_with("lacks required annotations; add \"example.com/owner\""),
+        "{text}"
+    );
+    assert_eq!(results[1]["ruleId"], "unusable-input");
+    assert_eq!(results[1]["level"], "error");
+}
+
 /// A group is judged member by member, as its expression calls them; a
 /// rejection says the group's message and each member's.
 #[test]

@@ -40,6 +40,8 @@ pub enum Format {
     Github,
     /// JUnit XML.
     Junit,
+    /// SARIF 2.1.0, for code scanning.
+    Sarif,
 }
 
 /// A whole `check`, as the command line gives it.
@@ -105,6 +107,7 @@ impl Command {
             Format::Json => report::json(&outcome, mode, self.only_rejected),
             Format::Github => report::github(&outcome, mode),
             Format::Junit => report::junit(&outcome, &checker.policy().name),
+            Format::Sarif => report::sarif(&outcome, mode, &checker.policy().name),
         };
         let status = match (outcome.unusable.is_empty(), outcome.rejected()) {
             (false, _) => 2,

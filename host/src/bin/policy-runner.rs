@@ -132,6 +132,9 @@ enum Output {
     Github,
     /// JUnit XML: a test case an object, a failure for each rejection.
     Junit,
+    /// SARIF 2.1.0: each rejection a result at its manifest's line, for
+    /// GitHub code scanning.
+    Sarif,
 }
 
 fn main() -> ExitCode {
@@ -181,6 +184,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
         Output::Json => Format::Json,
         Output::Github => Format::Github,
         Output::Junit => Format::Junit,
+        Output::Sarif => Format::Sarif,
     };
     let policy = match (args.policy, settings(&args.settings)?) {
         (Some(path), _) => {

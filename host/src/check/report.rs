@@ -9,6 +9,9 @@ use serde_json::json;
 use super::manifests::Source;
 use super::{Outcome, Row};
 
+mod sarif;
+pub use sarif::sarif;
+
 /// The table: object, what it is made from, verdict, message; then the
 /// input that could not be used, the warnings, and the summary.
 pub fn table(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
