@@ -429,3 +429,60 @@ runner_check() {
   [[ "$output" == *'remove \"kubernetes.io/config.mirror\""'* ]]
   [ "$(wc -l < "$dir/reviews.jsonl")" -eq 1 ]
 }
+
+# The GitHub Action's steps (action.yml), against a local release directory
+# and a stand-in cosign that says what it was asked and answers as told.
+@test "action: installs only what cosign verifies, then checks and writes SARIF" {
+  local runner="$BATS_TEST_DIRNAME/target/debug/policy-runner" dir="$BATS_TEST_TMPDIR"
+  if [ ! -x "$runner" ]; then
+    skip "build the runner first (cargo build -p policy-host)"
+  fi
+  mkdir -p "$dir/releases/v0.4.0" "$dir/bin"
+  cp "$runner" "$dir/releases/v0.4.0/policy-runner-linux-x86_64"
+  cp "$POLICY" "$dir/releases/v0.4.0/annotated-policy.wasm"
+  touch "$dir/releases/v0.4.0/policy-runner-linux-x86_64.bundle.sigstore" "$dir/releases/v0.4.0/annotated-policy.wasm.bundle.sigstore"
+  printf '#!/bin/sh\necho "$*" >> "%s/cosign.log"\nexit "${COSIGN_ANSWER:-0}"\n' "$dir" > "$dir/bin/cosign"
+  chmod +x "$dir/bin/cosign"
+  export ANNOTATIONS_POLICY_RELEASES="file://$dir/releases" ANNOTATIONS_POLICY_VERSION=v0.4.0 COSIGN="$dir/bin/cosign"
+
+  COSIGN_ANSWER=1 ANNOTATIONS_POLICY_DIR="$dir/refused" GITHUB_OUTPUT="$dir/refused.out" \
+    run --separate-stderr scripts/action/install
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *"policy-runner-linux-x86_64 of v0.4.0 is not signed by https://github.com/annotations-policy/annotations-policy/.github/workflows/release.yml@refs/tags/v0.4.0: removed"* ]]
+  [ ! -e "$dir/refused/policy-runner-linux-x86_64" ]
+
+  ANNOTATIONS_POLICY_DIR="$dir/installed" GITHUB_OUTPUT="$dir/install.out" run --separate-stderr scripts/action/install
+  [ "$status" -eq 0 ]
+  grep -q "^runner=$dir/installed/policy-runner-linux-x86_64$" "$dir/install.out"
+  grep -q "^module=$dir/installed/annotated-policy.wasm$" "$dir/install.out"
+  [ "$(grep -c -- '--certificate-identity https://github.com/annotations-policy/annotations-policy/.github/workflows/release.yml@refs/tags/v0.4.0 --certificate-oidc-issuer https://token.actions.githubusercontent.com' "$dir/cosign.log")" -eq 3 ]
+
+  ANNOTATIONS_POLICY_VERSION=latest ANNOTATIONS_POLICY_DIR="$dir/x" run --separate-stderr scripts/action/install
+  [ "$status" -eq 2 ]
+
+  RUNNER="$dir/installed/policy-runner-linux-x86_64" MODULE="$dir/installed/annotated-policy.wasm" \
+    POLICY=examples/cluster-admission-policy.yaml PATHS=$'examples/manifests\nexamples/policy-group.yaml' OUTPUT=github \
+    SARIF_FILE="$dir/out.sarif" GITHUB_OUTPUT="$dir/check.out" run --separate-stderr scripts/action/check
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"::warning file=examples/manifests/web.yaml,line=4,title=Pod shop/web-"* ]]
+  grep -q '^status=1$' "$dir/check.out"
+  grep -q "^sarif=$dir/out.sarif$" "$dir/check.out"
+  [ "$(jq -r '.runs[0].results[0].locations[0].physicalLocation.artifactLocation.uri' "$dir/out.sarif")" = examples/manifests/web.yaml ]
+}
+
+# .pre-commit-hooks.yaml, as pre-commit runs it: its entry, the user's args,
+# then the staged files.
+@test "pre-commit hook: the entry with args and staged files judges them" {
+  local runner="$BATS_TEST_DIRNAME/target/debug/policy-runner"
+  if [ ! -x "$runner" ]; then
+    skip "build the runner first (cargo build -p policy-host)"
+  fi
+  local entry
+  entry=$(sed -n 's/^  entry: //p' .pre-commit-hooks.yaml)
+  [ "$entry" = "policy-runner check" ]
+  PATH="$(dirname "$runner"):$PATH" run --separate-stderr $entry "$POLICY" --policy examples/cluster-admission-policy.yaml \
+    examples/manifests/web.yaml README.md
+  [ "$status" -eq 1 ]
+  [[ "$output" == *'lacks required annotations; add "example.com/owner"'* ]]
+  [[ "$output" == *"1 rejected"* ]]
+}

@@ -573,3 +573,75 @@ fn the_readme_claims_the_kubewarden_versions_ci_tests() {
         "the release runs the newest kwctl CI tests"
     );
 }
+
+/// The GitHub Action (action.yml) is composite, defaults to this release,
+/// names only inputs it declares, runs the scripts the tests run
+/// (e2e.bats), and the release attaches every file its install step
+/// downloads, each with its signature bundle.
+#[test]
+fn the_action_uses_its_own_scripts_and_what_the_release_attaches() {
+    let action = yaml("action.yml");
+    assert_eq!(action["runs"]["using"], "composite");
+    assert_eq!(
+        action["inputs"]["version"]["default"],
+        format!("v{VERSION}")
+    );
+    let declared: Vec<&str> = action["inputs"]
+        .as_mapping()
+        .expect("inputs")
+        .keys()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    let text = text("action.yml");
+    for used in text.split("inputs.").skip(1) {
+        let name: String = used
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        assert!(
+            declared.contains(&name.as_str()),
+            "inputs.{name} is not declared"
+        );
+    }
+    let mut scripts = 0;
+    for step in action["runs"]["steps"].as_sequence().expect("steps") {
+        if let Some(run) = step["run"].as_str()
+            && let Some(script) = run.strip_prefix("$GITHUB_ACTION_PATH/")
+        {
+            let mode = std::fs::metadata(path(script)).expect(script);
+            assert!(
+                std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o111 != 0,
+                "{script} is not executable"
+            );
+            scripts += 1;
+        }
+    }
+    assert_eq!(scripts, 2);
+    let install = self::text("scripts/action/install");
+    let release = self::text(".github/workflows/release.yml");
+    for file in ["policy-runner-linux-x86_64", "annotated-policy.wasm"] {
+        assert!(install.contains(file), "{file}");
+        let bundle = format!("{file}.bundle.sigstore");
+        assert!(
+            release.contains(&format!("--bundle {bundle} {file}")),
+            "the release signs {file}"
+        );
+        let attached = release
+            .split("gh release create")
+            .nth(1)
+            .expect("gh release create");
+        assert!(attached.contains(&bundle), "the release attaches {bundle}");
+    }
+}
+
+/// The pre-commit hook runs the check on the staged manifests.
+#[test]
+fn the_pre_commit_hook_checks_manifests() {
+    let hooks = yaml(".pre-commit-hooks.yaml");
+    let hook = &hooks[0];
+    assert_eq!(hook["id"], "annotations-policy-check");
+    assert_eq!(hook["entry"], "policy-runner check");
+    assert_eq!(hook["language"], "system");
+    let files = hook["files"].as_str().unwrap();
+    assert_eq!(files, r"\.(ya?ml|json)$");
+}
