@@ -334,7 +334,7 @@ runner_check() {
 @test "check: the examples, with the Pod the Deployment's ReplicaSet would make rejected" {
   runner_check --policy examples/cluster-admission-policy.yaml examples/
   [ "$status" -eq 1 ]
-  [[ "$output" == *'Deployment shop/web → ReplicaSet shop/web-'*'rejected  lacks required annotations; add "example.com/owner"'* ]]
+  [[ "$output" == *'examples/manifests/web.yaml'*'Pod shop/web-'*'rejected  lacks required annotations; add "example.com/owner"'*'from Deployment shop/web → ReplicaSet'* ]]
   [[ "${lines[-1]}" == "6 objects checked, 1 rejected, 5 left out by the policy's rules or selectors" ]]
 }
 
@@ -485,4 +485,18 @@ runner_check() {
   [ "$status" -eq 1 ]
   [[ "$output" == *'lacks required annotations; add "example.com/owner"'* ]]
   [[ "$output" == *"1 rejected"* ]]
+}
+
+# Colour on a terminal (script(1) gives the runner one), never with NO_COLOR.
+@test "check: colour on a terminal, none where NO_COLOR is set" {
+  local runner="$BATS_TEST_DIRNAME/target/debug/policy-runner"
+  if [ ! -x "$runner" ] || ! command -v script >/dev/null; then
+    skip "needs the runner and script(1)"
+  fi
+  local command="'$runner' check '$POLICY' --policy examples/cluster-admission-policy.yaml examples/manifests/web.yaml"
+  run script -qec "$command" /dev/null
+  [[ "$output" == *$'\e[38;5;9m rejected \e[39m'* ]]
+  NO_COLOR=1 run script -qec "$command" /dev/null
+  [[ "$output" == *'rejected'* ]]
+  [[ "$output" != *$'\e['* ]]
 }
