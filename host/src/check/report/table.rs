@@ -1,0 +1,200 @@
+//! The table a person reads: a heading and a table a manifest file, fitted
+//! to the terminal, then what could not be used, the warnings and the
+//! summary line.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+
+use super::super::{Outcome, Row};
+use super::{MONITOR, shown, summary, without_subject};
+
+/// The table, a heading and a table a manifest file: the line, the object
+/// (and what it is made from, under it), the verdict, the message without
+/// the object's name; then the input that could not be used, the warnings,
+/// and the summary. It fits the terminal (or else `COLUMNS`, or else 120
+/// columns): long cells wrap inside their column, so the verdict stays in
+/// view. Coloured on a terminal, unless `NO_COLOR` is set.
+pub fn table(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
+    let terminal = std::io::stdout().is_terminal();
+    let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    // A terminal that says no width (a pseudo-terminal nobody sized) is
+    // taken as none.
+    let measured = match terminal {
+        true => comfy_table::Table::new().width().filter(|&w| w >= 40),
+        false => None,
+    };
+    let width = measured.unwrap_or_else(|| {
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.parse::<u16>().ok())
+            .filter(|&w| w >= 40)
+            .unwrap_or(120)
+    });
+    table_for(outcome, mode, only_rejected, Some(width), colour)
+}
+
+/// [`table`] at a given width (`None`: as wide as the rows) and colouring.
+pub fn table_for(
+    outcome: &Outcome,
+    mode: &str,
+    only_rejected: bool,
+    width: Option<u16>,
+    colour: bool,
+) -> String {
+    use comfy_table::{Cell, Color, ContentArrangement, Table, presets};
+    let rows: Vec<&Row> = shown(outcome, only_rejected).collect();
+    let mut out = String::new();
+    let mut start = 0;
+    while start < rows.len() {
+        let file = &rows[start].source.file;
+        let end = rows[start..]
+            .iter()
+            .position(|row| &row.source.file != file)
+            .map_or(rows.len(), |n| start + n);
+        let mut table = Table::new();
+        table
+            .load_style(presets::NOTHING)
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_header(["LINE", "OBJECT", "VERDICT", "MESSAGE"]);
+        match colour {
+            true => table.enforce_styling(),
+            false => table.force_no_tty(),
+        };
+        if let Some(width) = width {
+            table.set_width(width);
+        }
+        for row in &rows[start..end] {
+            let line = match row.source.item {
+                Some(item) => format!("{} [{item}]", row.source.line),
+                None => row.source.line.to_string(),
+            };
+            let object = match row.derived_from.is_empty() {
+                true => row.object.clone(),
+                false => format!("{}\n  from {}", row.object, row.derived_from.join(" → ")),
+            };
+            let (verdict, colour) = match row.accepted {
+                true => ("accepted", Color::Green),
+                false => ("rejected", Color::Red),
+            };
+            table.add_row([
+                Cell::new(line),
+                Cell::new(object),
+                Cell::new(verdict).fg(colour),
+                Cell::new(without_subject(row)),
+            ]);
+        }
+        let heading = match file.as_str() {
+            "-" => "standard input",
+            file => file,
+        };
+        let _ = writeln!(out, "{heading}");
+        for line in table.lines() {
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+        out.push('\n');
+        start = end;
+    }
+    for unusable in &outcome.unusable {
+        let _ = writeln!(out, "{}: {}", unusable.source, unusable.reason);
+    }
+    for note in &outcome.notes {
+        let _ = writeln!(out, "note: {}: {}", note.source, note.text);
+    }
+    for warning in &outcome.warnings {
+        let _ = writeln!(out, "warning: {warning}");
+    }
+    if mode == "monitor" {
+        let _ = writeln!(out, "note: {MONITOR}");
+    }
+    out.push_str(&summary(outcome));
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::manifests::Source;
+
+    fn outcome() -> Outcome {
+        let row = |file: &str, object: &str, from: &[&str], accepted: bool, message: &str| Row {
+            object: object.to_string(),
+            derived_from: from.iter().map(|f| f.to_string()).collect(),
+            source: Source {
+                file: file.to_string(),
+                line: 7,
+                item: None,
+            },
+            accepted,
+            message: (!accepted).then(|| message.to_string()),
+            annotations: Vec::new(),
+        };
+        let long = "carries annotations outside the allowed list \"example.com/*\"; remove \"deployment.kubernetes.io/desired-replicas\", \"deployment.kubernetes.io/max-replicas\", \"deployment.kubernetes.io/revision\"";
+        Outcome {
+            rows: vec![
+                row("deploy/a.yaml", "Deployment shop/web", &[], true, ""),
+                row(
+                    "deploy/a.yaml",
+                    "ReplicaSet shop/web-796cb6795c",
+                    &["Deployment shop/web"],
+                    false,
+                    long,
+                ),
+                row(
+                    "deploy/b.yaml",
+                    "Pod shop/db-0",
+                    &["StatefulSet shop/db"],
+                    true,
+                    "",
+                ),
+            ],
+            ..Outcome::default()
+        }
+    }
+
+    /// At any width the lines fit and every verdict shows; each file has its
+    /// heading.
+    #[test]
+    fn the_table_fits_its_width_and_keeps_the_verdicts() {
+        for width in [60u16, 80, 100, 200] {
+            let text = table_for(&outcome(), "protect", false, Some(width), false);
+            let (table, _) = text.split_once("\n3 objects").unwrap_or((&text, ""));
+            for line in table.lines() {
+                assert!(
+                    line.chars().count() <= width as usize,
+                    "{width}: {line:?} is {} long",
+                    line.chars().count()
+                );
+            }
+            assert_eq!(text.matches("accepted").count(), 2, "{text}");
+            assert_eq!(text.matches("rejected").count(), 2, "{text}"); // and the summary
+            assert!(text.starts_with("deploy/a.yaml\n"), "{text}");
+            assert!(text.contains("\n\ndeploy/b.yaml\n"), "{text}");
+            // The whole message is there, wrapped or not.
+            let words: String = text.split_whitespace().collect();
+            assert!(
+                words.contains("\"deployment.kubernetes.io/revision\""),
+                "{text}"
+            );
+        }
+    }
+
+    /// Colour only when asked: the verdicts in green and red.
+    #[test]
+    fn colour_only_when_asked() {
+        let plain = table_for(&outcome(), "protect", false, Some(100), false);
+        assert!(!plain.contains('\u{1b}'), "{plain}");
+        let coloured = table_for(&outcome(), "protect", false, Some(100), true);
+        // Red and green, each reset after its cell.
+        assert!(
+            coloured.contains("\u{1b}[38;5;9m rejected \u{1b}[39m"),
+            "{coloured:?}"
+        );
+        assert_eq!(
+            coloured
+                .matches("\u{1b}[38;5;10m accepted \u{1b}[39m")
+                .count(),
+            2
+        );
+    }
+}
