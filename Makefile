@@ -73,7 +73,8 @@ workflows:
 	@test -x $(CI_TOOLS)/zizmor -a -x $(CI_TOOLS)/check-jsonschema || \
 	  { echo "workflows: run scripts/prerequisites first (it installs check-jsonschema and zizmor)"; exit 1; }
 	$(CI_TOOLS)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
-	$(CI_TOOLS)/zizmor --offline --persona pedantic .github/workflows
+	$(CI_TOOLS)/check-jsonschema --builtin-schema vendor.github-actions action.yml
+	$(CI_TOOLS)/zizmor --offline --persona pedantic .github/workflows action.yml
 
 # What the suite needs besides Rust (the wasm32-wasip1 target, rustfmt,
 # clippy, bats, the workflow checkers), installed where it is missing.
