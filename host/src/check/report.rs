@@ -4,8 +4,6 @@
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 
-use serde_json::json;
-
 use super::manifests::Source;
 use super::{Outcome, Row};
 
@@ -226,39 +224,75 @@ pub fn summary(outcome: &Outcome) -> String {
 
 /// The outcome as one JSON document.
 pub fn json(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
-    let rows: Vec<_> = shown(outcome, only_rejected)
-        .map(|row| {
-            json!({
-                "object": row.object,
-                "derivedFrom": row.derived_from,
-                "source": row.source.to_string(),
-                "allowed": row.accepted,
-                "message": row.message,
-                "annotations": row.annotations,
+    // Written from the rows as they are, keys in the order a JSON value
+    // would sort them: a dump's report is tens of megabytes, and a value
+    // tree of it would be ten times that.
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Report<'o> {
+        checked: usize,
+        mode: &'o str,
+        not_covered: usize,
+        notes: Vec<JsonNote<'o>>,
+        rejected: usize,
+        results: Vec<JsonRow<'o>>,
+        unusable: Vec<JsonUnusable<'o>>,
+        warnings: &'o [String],
+    }
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct JsonRow<'o> {
+        allowed: bool,
+        annotations: &'o [String],
+        derived_from: &'o [String],
+        message: &'o Option<String>,
+        object: &'o str,
+        source: String,
+    }
+    #[derive(serde::Serialize)]
+    struct JsonNote<'o> {
+        note: &'o str,
+        source: String,
+    }
+    #[derive(serde::Serialize)]
+    struct JsonUnusable<'o> {
+        reason: &'o str,
+        source: String,
+    }
+    let report = Report {
+        checked: outcome.rows.len(),
+        mode,
+        not_covered: outcome.not_covered,
+        notes: outcome
+            .notes
+            .iter()
+            .map(|n| JsonNote {
+                note: &n.text,
+                source: n.source.to_string(),
             })
-        })
-        .collect();
-    let unusable: Vec<_> = outcome
-        .unusable
-        .iter()
-        .map(|u| json!({"source": u.source.to_string(), "reason": u.reason}))
-        .collect();
-    let notes: Vec<_> = outcome
-        .notes
-        .iter()
-        .map(|n| json!({"source": n.source.to_string(), "note": n.text}))
-        .collect();
-    let document = json!({
-        "results": rows,
-        "unusable": unusable,
-        "notes": notes,
-        "warnings": outcome.warnings,
-        "mode": mode,
-        "checked": outcome.rows.len(),
-        "rejected": outcome.rejected(),
-        "notCovered": outcome.not_covered,
-    });
-    serde_json::to_string_pretty(&document).unwrap_or_default() + "\n"
+            .collect(),
+        rejected: outcome.rejected(),
+        results: shown(outcome, only_rejected)
+            .map(|row| JsonRow {
+                allowed: row.accepted,
+                annotations: &row.annotations,
+                derived_from: &row.derived_from,
+                message: &row.message,
+                object: &row.object,
+                source: row.source.to_string(),
+            })
+            .collect(),
+        unusable: outcome
+            .unusable
+            .iter()
+            .map(|u| JsonUnusable {
+                reason: &u.reason,
+                source: u.source.to_string(),
+            })
+            .collect(),
+        warnings: &outcome.warnings,
+    };
+    serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
 }
 
 /// A bar on standard error, redrawn as the objects of the input are done:

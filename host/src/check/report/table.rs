@@ -51,45 +51,52 @@ pub fn table_for(
             .iter()
             .position(|row| &row.source.file != file)
             .map_or(rows.len(), |n| start + n);
-        let mut table = Table::new();
-        table
-            .load_style(presets::NOTHING)
-            .set_content_arrangement(ContentArrangement::Dynamic)
-            .set_header(["LINE", "OBJECT", "VERDICT", "MESSAGE"]);
-        match colour {
-            true => table.enforce_styling(),
-            false => table.force_no_tty(),
-        };
-        if let Some(width) = width {
-            table.set_width(width);
-        }
-        for row in &rows[start..end] {
-            let line = match row.source.item {
-                Some(item) => format!("{} [{item}]", row.source.line),
-                None => row.source.line.to_string(),
-            };
-            let object = match row.derived_from.is_empty() {
-                true => row.object.clone(),
-                false => format!("{}\n  from {}", row.object, row.derived_from.join(" → ")),
-            };
-            let (verdict, colour) = match row.accepted {
-                true => ("accepted", Color::Green),
-                false => ("rejected", Color::Red),
-            };
-            table.add_row([
-                Cell::new(line),
-                Cell::new(object),
-                Cell::new(verdict).fg(colour),
-                Cell::new(without_subject(row)),
-            ]);
-        }
         let heading = match file.as_str() {
             "-" => "standard input",
             file => file,
         };
         let _ = writeln!(out, "{heading}");
-        for line in table.lines() {
-            let _ = writeln!(out, "{}", line.trim_end());
+        let file_rows = &rows[start..end];
+        // A file of a cluster dump has rows by the hundred thousand: its
+        // table is made in parts, at widths fixed for the whole file so
+        // that the columns line up, and only a part's cells are held.
+        let pinned = (file_rows.len() > PART).then(|| pinned_widths(file_rows, width));
+        for (part, part_rows) in file_rows.chunks(PART).enumerate() {
+            let mut table = Table::new();
+            table
+                .load_style(presets::NOTHING)
+                .set_content_arrangement(ContentArrangement::Dynamic);
+            if part == 0 {
+                table.set_header(["LINE", "OBJECT", "VERDICT", "MESSAGE"]);
+            }
+            match colour {
+                true => table.enforce_styling(),
+                false => table.force_no_tty(),
+            };
+            if let Some(width) = width {
+                table.set_width(width);
+            }
+            for row in part_rows {
+                let [line, object, verdict, message] = cells(row);
+                let colour = match row.accepted {
+                    true => Color::Green,
+                    false => Color::Red,
+                };
+                table.add_row([
+                    Cell::new(line),
+                    Cell::new(object),
+                    Cell::new(verdict).fg(colour),
+                    Cell::new(message),
+                ]);
+            }
+            // Once the rows have made the columns.
+            if let Some(widths) = pinned {
+                use comfy_table::{ColumnConstraint::Absolute, Width::Fixed};
+                table.set_constraints(widths.map(|w| Absolute(Fixed(w))));
+            }
+            for line in table.lines() {
+                let _ = writeln!(out, "{}", line.trim_end());
+            }
         }
         out.push('\n');
         start = end;
@@ -122,6 +129,58 @@ pub fn table_for(
     out.push_str(&summary(outcome));
     out.push('\n');
     out
+}
+
+/// How many rows a table is made of at most at once.
+const PART: usize = 1000;
+
+/// A row's cells: the line (and the place in a List), the object (and
+/// what it is made from, under it), the verdict, the message without the
+/// object's name.
+fn cells<'r>(row: &'r Row) -> [std::borrow::Cow<'r, str>; 4] {
+    let line = match row.source.item {
+        Some(item) => format!("{} [{item}]", row.source.line),
+        None => row.source.line.to_string(),
+    };
+    let object = match row.derived_from.is_empty() {
+        true => row.object.clone(),
+        false => format!("{}\n  from {}", row.object, row.derived_from.join(" → ")),
+    };
+    let verdict = match row.accepted {
+        true => "accepted",
+        false => "rejected",
+    };
+    [
+        line.into(),
+        object.into(),
+        verdict.into(),
+        without_subject(row).into(),
+    ]
+}
+
+/// The widths of the columns, padding included, for a table made in
+/// parts: the line and the verdict as wide as they come, the object and
+/// the message as wide as they come if they fit, else the message three
+/// fifths of what is left.
+fn pinned_widths(rows: &[&Row], width: Option<u16>) -> [u16; 4] {
+    use textwrap::core::display_width;
+    let mut widest = ["LINE", "OBJECT", "VERDICT", "MESSAGE"].map(display_width);
+    for row in rows {
+        for (column, cell) in cells(row).iter().enumerate() {
+            let cell = cell.lines().map(display_width).max().unwrap_or(0);
+            widest[column] = widest[column].max(cell);
+        }
+    }
+    let [line, object, verdict, message] = widest.map(|w| u16::try_from(w + 2).unwrap_or(u16::MAX));
+    let Some(width) = width else {
+        return [line, object, verdict, message];
+    };
+    let left = width.saturating_sub(line + verdict);
+    if object.saturating_add(message) <= left {
+        return [line, object, verdict, message];
+    }
+    let object = object.min((left * 2 / 5).max(12));
+    [line, object, verdict, left.saturating_sub(object).max(12)]
 }
 
 #[cfg(test)]
@@ -211,5 +270,43 @@ mod tests {
                 .count(),
             2
         );
+    }
+
+    /// A file of a dump is laid out in parts whose columns line up: one
+    /// header, every verdict at the same column, every line in the width.
+    #[test]
+    fn a_long_table_is_made_in_parts_that_line_up() {
+        let mut outcome = outcome();
+        let template = outcome.rows[1].clone();
+        outcome.rows = (0..2 * PART + 17)
+            .map(|i| {
+                let mut row = template.clone();
+                row.object = format!("ReplicaSet shop/web-{}", "x".repeat(i % 13));
+                row.source.line = i + 1;
+                row.accepted = i % 3 != 0;
+                row
+            })
+            .collect();
+        for width in [Some(80), Some(100), None] {
+            let text = table_for(&outcome, "protect", false, width, false);
+            assert_eq!(text.matches("LINE").count(), 1);
+            let verdicts: Vec<usize> = text
+                .lines()
+                .take_while(|line| !line.is_empty())
+                .filter_map(|line| {
+                    let at = line.find(" accepted").or_else(|| line.find(" rejected"))?;
+                    Some(line[..at].chars().count())
+                })
+                .collect();
+            assert_eq!(verdicts.len(), outcome.rows.len(), "{width:?}");
+            assert!(verdicts.iter().all(|&at| at == verdicts[0]), "{width:?}");
+            if let Some(width) = width {
+                assert!(
+                    text.lines()
+                        .all(|line| line.chars().count() <= usize::from(width)),
+                    "{width}"
+                );
+            }
+        }
     }
 }
