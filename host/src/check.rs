@@ -12,13 +12,14 @@ pub mod manifests;
 pub mod objects;
 pub mod policies;
 pub mod report;
+mod spill;
 
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
 use crate::{CompiledPolicy, HostError, Policy as Instance};
-use manifests::{Inputs, Source};
+use manifests::{Input, Source};
 use objects::{Admission, Candidate};
 use policies::{Judge, Policy, Scope};
 
@@ -88,7 +89,6 @@ impl Command {
         };
         let compiled = CompiledPolicy::from_bytes(&bytes).map_err(|e| e.to_string())?;
         let checker = Checker::new(&compiled, policy).map_err(|e| e.0)?;
-        let inputs = manifests::read_inputs(&self.inputs);
         let admission = Admission {
             namespace: self
                 .namespace
@@ -96,11 +96,9 @@ impl Command {
                 .unwrap_or_else(|| "default".to_string()),
             kubectl_apply: self.kubectl_apply,
             derive: self.derive,
-            cluster_kinds: Admission::cluster_kinds(inputs.manifests.iter().map(|m| &m.object)),
+            cluster_kinds: Default::default(),
         };
-        let outcome = checker
-            .check(inputs, &admission, progress)
-            .map_err(|e| e.to_string())?;
+        let outcome = checker.check(&self.inputs, admission, progress)?;
         let mode = checker.policy().mode.as_str();
         let output = match self.format {
             Format::Table => report::table(&outcome, mode, self.only_rejected),
@@ -206,25 +204,39 @@ impl Checker {
         &self.policy
     }
 
-    /// Judges every object read, and the objects made from them.
-    /// `progress` hears how many of the input's objects are done.
+    /// Judges every object of `inputs`, and the objects made from them,
+    /// in two passes: the first reads the whole input, learning what it
+    /// says of owners, Namespaces and custom kinds while the objects wait
+    /// on disk (`spill`); the second judges them one at a time. Only the
+    /// verdicts are held. `progress` hears how many of the input's objects
+    /// are judged.
     pub fn check(
         &self,
-        inputs: Inputs,
-        admission: &Admission,
+        inputs: &[String],
+        mut admission: Admission,
         mut progress: impl FnMut(usize, usize),
-    ) -> Result<Outcome, HostError> {
-        let mut outcome = Outcome {
-            unusable: inputs.unusable,
-            notes: inputs.notes,
-            ..Outcome::default()
-        };
-        let total = inputs.manifests.len();
-        let owners = objects::Owners::of(inputs.manifests.iter().map(|m| &m.object));
-        let namespaces = policies::namespaces_of(inputs.manifests.iter().map(|m| &m.object));
-        for (done, manifest) in inputs.manifests.into_iter().enumerate() {
-            for candidate in objects::candidates(&manifest.object, admission, &owners) {
-                self.judge(candidate, &manifest.source, &namespaces, &mut outcome)?;
+    ) -> Result<Outcome, String> {
+        let mut outcome = Outcome::default();
+        let mut owners = objects::Owners::default();
+        let mut namespaces = policies::Namespaces::new();
+        let spilling = |e: std::io::Error| format!("cannot keep the objects read on disk: {e}");
+        let mut spill = spill::Spill::new().map_err(spilling)?;
+        manifests::read_each(inputs, &mut |input| match input {
+            Input::Manifest(manifest) => {
+                owners.learn(&manifest.object);
+                namespaces.extend(policies::namespace(&manifest.object));
+                admission.learn(&manifest.object);
+                spill.push(&manifest);
+            }
+            Input::Unusable(unusable) => outcome.unusable.push(unusable),
+            Input::Note(note) => outcome.notes.push(note),
+        });
+        let total = spill.len();
+        for (done, manifest) in spill.read_back().map_err(spilling)?.enumerate() {
+            let manifest = manifest.map_err(spilling)?;
+            for candidate in objects::candidates(&manifest.object, &admission, &owners) {
+                self.judge(candidate, &manifest.source, &namespaces, &mut outcome)
+                    .map_err(|e| e.to_string())?;
             }
             progress(done + 1, total);
         }

@@ -10,12 +10,17 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::io::Read;
+use std::io::{BufReader, Cursor, Read, Seek};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+mod cut;
 mod documents;
+mod json;
+mod stream;
+
+use documents::Found;
 
 /// Where a document or object came from: a file (or `-`) and the line its
 /// document starts on, and its place in a `List`.
@@ -66,32 +71,62 @@ pub struct Inputs {
     pub notes: Vec<Note>,
 }
 
-/// Reads every input: paths to files or directories, or `-` for stdin.
+/// One thing the inputs hold.
+#[derive(Debug)]
+pub enum Input {
+    Manifest(Manifest),
+    Unusable(Unusable),
+    Note(Note),
+}
+
+impl Inputs {
+    fn take(&mut self, input: Input) {
+        match input {
+            Input::Manifest(manifest) => self.manifests.push(manifest),
+            Input::Unusable(unusable) => self.unusable.push(unusable),
+            Input::Note(note) => self.notes.push(note),
+        }
+    }
+}
+
+/// Reads every input (paths to files or directories, or `-` for stdin),
+/// all of it held at once.
 pub fn read_inputs(inputs: &[String]) -> Inputs {
     let mut read = Inputs::default();
+    read_each(inputs, &mut |input| read.take(input));
+    read
+}
+
+/// Reads every input, handing out what it holds as it is read: no more
+/// than one object of a file is held at once (`stream`).
+pub fn read_each(inputs: &[String], found: &mut dyn FnMut(Input)) {
     // Each file once, however many inputs or links lead to it.
     let mut seen = HashSet::new();
     for input in inputs {
         if input == "-" {
-            let mut text = String::new();
-            match std::io::stdin().read_to_string(&mut text) {
-                Ok(_) => read_text("-", &text, &mut read),
-                Err(e) => read.unusable.push(whole("-", format!("cannot read: {e}"))),
+            // Spooled to a file: the stream is read twice, and never held.
+            let spooled = tempfile::tempfile().and_then(|mut file| {
+                std::io::copy(&mut std::io::stdin().lock(), &mut file)?;
+                file.rewind()?;
+                Ok(file)
+            });
+            match spooled {
+                Ok(file) => read_stream("-", None, file, found),
+                Err(e) => found(Input::Unusable(whole("-", format!("cannot read: {e}")))),
             }
             continue;
         }
         let path = Path::new(input);
         if path.is_dir() {
-            for file in walk(path, &mut read) {
+            for file in walk(path, found) {
                 if first_time(&file, &mut seen) {
-                    read_file(&file, &mut read);
+                    read_file(&file, found);
                 }
             }
         } else if first_time(path, &mut seen) {
-            read_file(path, &mut read);
+            read_file(path, found);
         }
     }
-    read
 }
 
 /// Whether `path` is read for the first time; a path that cannot be
@@ -115,7 +150,7 @@ fn whole(file: &str, reason: String) -> Unusable {
 /// followed, each directory walked once, a link back to a directory it is
 /// in noted and not followed again, hidden directories (`.github`, `.git`)
 /// left out.
-fn walk(dir: &Path, read: &mut Inputs) -> Vec<PathBuf> {
+fn walk(dir: &Path, found: &mut dyn FnMut(Input)) -> Vec<PathBuf> {
     let hidden = |entry: &walkdir::DirEntry| {
         entry.depth() > 0
             && entry.file_type().is_dir()
@@ -151,14 +186,14 @@ fn walk(dir: &Path, read: &mut Inputs) -> Vec<PathBuf> {
                     .path()
                     .map_or_else(|| dir.display().to_string(), |p| p.display().to_string());
                 match e.loop_ancestor() {
-                    Some(ancestor) => read.notes.push(Note {
+                    Some(ancestor) => found(Input::Note(Note {
                         source: file_source(&at, 1),
                         text: format!(
                             "a link to {}, which holds it: not followed again",
                             ancestor.display()
                         ),
-                    }),
-                    None => read.unusable.push(whole(&at, format!("cannot read: {e}"))),
+                    })),
+                    None => found(Input::Unusable(whole(&at, format!("cannot read: {e}")))),
                 }
             }
         }
@@ -176,7 +211,7 @@ fn file_source(file: &str, line: usize) -> Source {
 
 /// Why a file is not read as manifests, and what to run instead: a
 /// Kustomization and a Helm chart describe objects that their tool makes.
-fn rendered_by_a_tool(path: &Path, text: &str) -> Option<String> {
+fn rendered_by_a_tool(path: &Path, template: bool) -> Option<String> {
     let name = path.file_name()?.to_string_lossy();
     let dir = path
         .parent()
@@ -195,7 +230,7 @@ fn rendered_by_a_tool(path: &Path, text: &str) -> Option<String> {
             "a Helm chart: check what it renders with `helm template RELEASE {dir} | policy-runner check … -`"
         ));
     }
-    if text.contains("{{") {
+    if template {
         return Some(
             "a template (it holds `{{`): check what it renders, for a Helm chart with `helm template RELEASE CHART | policy-runner check … -`"
                 .to_string(),
@@ -204,46 +239,69 @@ fn rendered_by_a_tool(path: &Path, text: &str) -> Option<String> {
     None
 }
 
-fn read_file(path: &Path, read: &mut Inputs) {
+fn read_file(path: &Path, found: &mut dyn FnMut(Input)) {
     let name = path.display().to_string();
-    match std::fs::read_to_string(path) {
-        Ok(text) => {
-            if let Some(text) = rendered_by_a_tool(path, &text) {
-                read.notes.push(Note {
-                    source: file_source(&name, 1),
-                    text,
-                });
-                return;
-            }
-            read_text(&name, &text, read);
-        }
-        Err(e) => read
-            .unusable
-            .push(whole(&name, format!("cannot read: {e}"))),
+    match std::fs::File::open(path) {
+        Ok(file) => read_stream(&name, Some(path), file, found),
+        Err(e) => found(Input::Unusable(whole(&name, format!("cannot read: {e}")))),
     }
 }
 
 /// The documents of a text, each with its line: YAML streams and JSON,
-/// read as the check reads manifests.
+/// read as the check reads manifests, each document whole.
 pub fn documents(text: &str) -> Vec<(usize, Result<Value, String>)> {
     documents::read(text)
 }
 
 /// Reads one input's text, document by document.
 pub fn read_text(file: &str, text: &str, read: &mut Inputs) {
-    for (line, document) in documents::read(text) {
-        let source = file_source(file, line);
-        match document {
-            Ok(value) => take_document(value, source, read),
-            Err(reason) => read.unusable.push(Unusable { source, reason }),
+    read_stream(file, None, Cursor::new(text.as_bytes()), &mut |input| {
+        read.take(input)
+    });
+}
+
+/// Reads one input, `path` when it is a file of that name.
+fn read_stream(
+    file: &str,
+    path: Option<&Path>,
+    input: impl Read + Seek,
+    found: &mut dyn FnMut(Input),
+) {
+    let mut input = BufReader::new(input);
+    let read = stream::scan(&mut input).and_then(|scan| {
+        if let Some(text) = path.and_then(|path| rendered_by_a_tool(path, scan.template)) {
+            found(Input::Note(Note {
+                source: file_source(file, 1),
+                text,
+            }));
+            return Ok(());
         }
+        stream::read(&mut input, &scan, &mut |document| match document {
+            Found::Document(line, Ok(value)) => {
+                take_document(value, file_source(file, line), found)
+            }
+            Found::Document(line, Err(reason)) => found(Input::Unusable(Unusable {
+                source: file_source(file, line),
+                reason,
+            })),
+            Found::Item { line, index, value } => {
+                let source = Source {
+                    item: Some(index),
+                    ..file_source(file, line)
+                };
+                take_object(value, source, found)
+            }
+        })
+    });
+    if let Err(e) = read {
+        found(Input::Unusable(whole(file, format!("cannot read: {e}"))));
     }
 }
 
 /// A document: an object, a list of objects (`List`, or a typed list
 /// such as `ConfigMapList`, as `kubectl get -o yaml` writes them), or
 /// something unusable.
-fn take_document(value: Value, source: Source, read: &mut Inputs) {
+fn take_document(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
     if value.is_null() {
         return;
     }
@@ -258,38 +316,38 @@ fn take_document(value: Value, source: Source, read: &mut Inputs) {
                         item: Some(i),
                         ..source.clone()
                     };
-                    take_object(item.clone(), source, read);
+                    take_object(item.clone(), source, found);
                 }
             }
-            None => read.unusable.push(Unusable {
+            None => found(Input::Unusable(Unusable {
                 source,
                 reason: "a List whose `items` is not a list".to_string(),
-            }),
+            })),
         }
         return;
     }
-    take_object(value, source, read);
+    take_object(value, source, found);
 }
 
 /// A document of the input: an object to check, or no object at all (a
 /// note), or an object that cannot be used.
-fn take_object(value: Value, source: Source, read: &mut Inputs) {
+fn take_object(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
     if source.item.is_none() && !value.get("kind").is_some_and(Value::is_string) {
-        read.notes.push(Note {
+        found(Input::Note(Note {
             source,
             text: format!(
                 "not a Kubernetes object ({}, without a `kind`): skipped",
                 what(&value)
             ),
-        });
+        }));
         return;
     }
     match object_problem(&value) {
-        None => read.manifests.push(Manifest {
+        None => found(Input::Manifest(Manifest {
             object: value,
             source,
-        }),
-        Some(reason) => read.unusable.push(Unusable { source, reason }),
+        })),
+        Some(reason) => found(Input::Unusable(Unusable { source, reason })),
     }
 }
 

@@ -160,14 +160,15 @@ impl Admission {
         namespaced(kind) && !self.cluster_kinds.contains(kind)
     }
 
-    /// The custom resource kinds `objects` declare cluster-wide.
-    pub fn cluster_kinds<'v>(objects: impl IntoIterator<Item = &'v Value>) -> HashSet<String> {
-        objects
-            .into_iter()
-            .filter(|o| o["kind"] == "CustomResourceDefinition" && o["spec"]["scope"] == "Cluster")
-            .filter_map(|o| o["spec"]["names"]["kind"].as_str())
-            .map(str::to_string)
-            .collect()
+    /// Learns the custom resource kind `object` declares cluster-wide, if
+    /// it declares one.
+    pub fn learn(&mut self, object: &Value) {
+        if object["kind"] == "CustomResourceDefinition"
+            && object["spec"]["scope"] == "Cluster"
+            && let Some(kind) = object["spec"]["names"]["kind"].as_str()
+        {
+            self.cluster_kinds.insert(kind.to_string());
+        }
     }
 }
 
@@ -200,19 +201,24 @@ impl Owners {
     pub fn of<'v>(objects: impl IntoIterator<Item = &'v Value>) -> Owners {
         let mut owners = Owners::default();
         for object in objects {
-            if let Some(owner) = controller_of_object(object) {
-                match owner["uid"].as_str().filter(|uid| !uid.is_empty()) {
-                    Some(uid) => owners.uids.insert(uid.to_string()),
-                    // An owner shares its object's namespace.
-                    None => owners.names.insert(named(
-                        &owner["kind"],
-                        &object["metadata"]["namespace"],
-                        &owner["name"],
-                    )),
-                };
-            }
+            owners.learn(object);
         }
         owners
+    }
+
+    /// Learns the controller `object` names, if it names one.
+    pub fn learn(&mut self, object: &Value) {
+        if let Some(owner) = controller_of_object(object) {
+            match owner["uid"].as_str().filter(|uid| !uid.is_empty()) {
+                Some(uid) => self.uids.insert(uid.to_string()),
+                // An owner shares its object's namespace.
+                None => self.names.insert(named(
+                    &owner["kind"],
+                    &object["metadata"]["namespace"],
+                    &owner["name"],
+                )),
+            };
+        }
     }
 
     /// Whether the input holds objects that `object` controls.

@@ -63,19 +63,21 @@ const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 pub type Namespaces = std::collections::HashMap<String, serde_json::Map<String, Value>>;
 
 pub fn namespaces_of<'v>(objects: impl IntoIterator<Item = &'v Value>) -> Namespaces {
-    objects
-        .into_iter()
-        .filter(|o| o["kind"] == "Namespace" && o["apiVersion"] == "v1")
-        .filter_map(|o| {
-            let name = o["metadata"]["name"].as_str()?;
-            let mut labels = o["metadata"]["labels"]
-                .as_object()
-                .cloned()
-                .unwrap_or_default();
-            labels.insert(NAME_LABEL.to_string(), name.into());
-            Some((name.to_string(), labels))
-        })
-        .collect()
+    objects.into_iter().filter_map(namespace).collect()
+}
+
+/// The name and labels of `object` if it is a Namespace.
+pub fn namespace(object: &Value) -> Option<(String, serde_json::Map<String, Value>)> {
+    if object["kind"] != "Namespace" || object["apiVersion"] != "v1" {
+        return None;
+    }
+    let name = object["metadata"]["name"].as_str()?;
+    let mut labels = object["metadata"]["labels"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    labels.insert(NAME_LABEL.to_string(), name.into());
+    Some((name.to_string(), labels))
 }
 
 /// A label selector (`matchLabels`, `matchExpressions`).

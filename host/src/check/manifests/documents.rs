@@ -8,17 +8,31 @@
 //! `yaml_serde` (the maintained successor of `serde_yaml`, which Kubewarden
 //! moved to) parses each document. It reports no position for a document
 //! that parses, and one broken document ends its stream; so the stream is
-//! cut here at its document markers first, which the YAML spec makes
-//! lines of their own (a line that starts with `---` or `...` followed by a
-//! space or its end is a marker, and no scalar may hold one), and each
-//! piece is parsed alone: every document gets its line, and a broken one
-//! hides none of the others.
+//! cut at its document markers first (`cut.rs`), and each piece is parsed
+//! alone: every document gets its line, and a broken one hides none of the
+//! others.
 
 use serde_json::Value;
+
+use super::cut::{self, Span};
 
 /// One document: its value, or why it cannot be read, at a line of the
 /// text.
 pub type Read = (usize, Result<Value, String>);
+
+/// What a file holds, in the order it holds it.
+#[derive(Debug, PartialEq)]
+pub enum Found {
+    /// A document, at its line, or why it cannot be read.
+    Document(usize, Result<Value, String>),
+    /// An item of a `List`, read alone: the List's line, and the item's
+    /// place in it.
+    Item {
+        line: usize,
+        index: usize,
+        value: Value,
+    },
+}
 
 /// Every document of `text`, in order; documents without content (only
 /// comments, an empty `---`) are left out.
@@ -32,7 +46,10 @@ pub fn read(text: &str) -> Vec<Read> {
         },
         false => None,
     };
-    let documents: Vec<Read> = pieces(text).into_iter().map(yaml_document).collect();
+    let documents: Vec<Read> = cut::spans(text)
+        .iter()
+        .map(|span| yaml_document(Piece::of(text, span)))
+        .collect();
     match json_error {
         // Text that starts as JSON and reads as no YAML either is broken
         // JSON: say where, as JSON.
@@ -73,72 +90,30 @@ fn line_at(text: &str, offset: usize) -> usize {
         .count()
 }
 
-/// A document's text, from its `---` (if it has one) to the next marker.
+/// A document's text, or an entry of a List's: what is parsed at once.
 #[derive(Debug)]
-struct Piece<'t> {
-    text: &'t str,
+pub(super) struct Piece<'t> {
+    pub text: &'t str,
     /// The line of the file the piece starts on.
-    first_line: usize,
-    /// The line of its first content: past comments, blank lines and
-    /// directives; the `---` line itself when the document starts there.
-    content_line: usize,
+    pub first_line: usize,
+    /// The line of its first content.
+    pub content_line: usize,
 }
 
-/// Whether `line` is the marker `marker` (`---` or `...`), alone or
-/// followed by a space, a tab or a comment.
-fn is_marker(line: &str, marker: &str) -> bool {
-    line.strip_prefix(marker)
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
-}
-
-/// Whether `line` holds content, not only white space, a comment or a
-/// directive (`%YAML`).
-fn has_content(line: &str) -> bool {
-    let line = line.trim();
-    !(line.is_empty() || line.starts_with('#') || line.starts_with('%'))
-}
-
-/// The pieces of `text` that hold a document.
-fn pieces(text: &str) -> Vec<Piece<'_>> {
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    let mut first_line = 1;
-    let mut content_line = None;
-    let mut offset = 0;
-    let mut close = |from: usize, to: usize, first: usize, content: Option<usize>| {
-        if let Some(content_line) = content {
-            pieces.push(Piece {
-                text: &text[from..to],
-                first_line: first,
-                content_line,
-            });
+impl<'t> Piece<'t> {
+    pub fn of(text: &'t str, span: &Span) -> Piece<'t> {
+        Piece {
+            text: &text[span.start as usize..span.end as usize],
+            first_line: span.first_line,
+            content_line: span.content_line,
         }
-    };
-    for (index, line) in text.split_inclusive('\n').enumerate() {
-        let number = index + 1;
-        if is_marker(line, "---") {
-            close(start, offset, first_line, content_line);
-            start = offset;
-            first_line = number;
-            content_line = has_content(&line[3..]).then_some(number);
-        } else if is_marker(line, "...") {
-            close(start, offset + line.len(), first_line, content_line);
-            start = offset + line.len();
-            first_line = number + 1;
-            content_line = None;
-        } else if content_line.is_none() && has_content(line) {
-            content_line = Some(number);
-        }
-        offset += line.len();
     }
-    close(start, text.len(), first_line, content_line);
-    pieces
 }
 
 /// One document as the JSON the API server reads: a key given twice in a
 /// mapping is refused (as kubectl refuses it), merge keys (`<<`) merged. At
 /// the line of its content, or of what is wrong with it.
-fn yaml_document(piece: Piece<'_>) -> Read {
+pub(super) fn yaml_document(piece: Piece<'_>) -> Read {
     if let Some(line) = flow_too_deep(piece.text) {
         let line = piece.first_line + line - 1;
         return (line, Err(too_deep(&format!(" at line {line}"))));

@@ -1,0 +1,308 @@
+//! A YAML stream cut into its documents, line by line, without parsing:
+//! the YAML spec makes document markers lines of their own (a line that
+//! starts with `---` or `...` followed by a space or its end is a marker,
+//! and no scalar may hold one). And in a document that keeps its objects
+//! under a top-level `items:` as a block sequence (`kubectl get -o yaml`
+//! writes a cluster's objects so, one document of hundreds of megabytes),
+//! where each entry starts, so that the entries can be parsed one at a
+//! time.
+//!
+//! No YAML library reads a document in parts: `yaml_serde` loads all of a
+//! document's events before it hands out a value (2.5 GB for a 200 MB
+//! dump), and a parser that hands out events would need its own way to
+//! JSON, with every resolution rule `yaml_serde` has. The cut here only
+//! says where to look; what a cut claims is checked by parsing what is
+//! around the entries (it must be a `List` whose `items` is empty), and
+//! anything that does not parse alone is read whole after all
+//! (`stream.rs`). An entry holds every line up to the next line that
+//! starts, at the sequence's indentation, with `- ` or content: a quoted
+//! scalar or flow collection cut there is left open and does not parse.
+
+/// One document: where its text is in the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    /// From its `---` line (if it has one) to the next marker.
+    pub start: u64,
+    pub end: u64,
+    /// The line the document starts on.
+    pub first_line: usize,
+    /// The line of its first content: past comments, blank lines and
+    /// directives; the `---` line itself when the document starts there.
+    pub content_line: usize,
+    /// Its top-level `items:` block sequence, if it has one.
+    pub items: Option<Items>,
+}
+
+/// The entries of a top-level `items:` block sequence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Items {
+    /// The column of the entries' `-`.
+    pub indent: usize,
+    /// Where each entry starts, and its line; an entry ends where the next
+    /// one starts, the last at `end`.
+    pub entries: Vec<(u64, usize)>,
+    pub end: u64,
+}
+
+impl Items {
+    pub fn start(&self) -> u64 {
+        self.entries[0].0
+    }
+
+    /// The byte range of entry `index`.
+    pub fn entry(&self, index: usize) -> (u64, u64) {
+        let start = self.entries[index].0;
+        let end = self.entries.get(index + 1).map_or(self.end, |e| e.0);
+        (start, end)
+    }
+}
+
+/// Where the search for a document's `items:` is.
+#[derive(Debug)]
+enum Search {
+    /// Not seen yet at the top level.
+    Looking,
+    /// The `items:` line seen: its value is on the next lines.
+    AfterKey,
+    /// In the block sequence.
+    In(Items),
+    /// Over: found, or the value is no block sequence.
+    Done(Option<Items>),
+}
+
+/// Feeds on lines, in order, with their ends; hands out each document
+/// once the line that ends it is read.
+#[derive(Debug)]
+pub struct Cutter {
+    offset: u64,
+    number: usize,
+    start: u64,
+    first_line: usize,
+    content_line: Option<usize>,
+    search: Search,
+}
+
+impl Cutter {
+    /// A cutter for a stream whose first line is at `offset` (past a
+    /// byte-order mark).
+    pub fn new(offset: u64) -> Cutter {
+        Cutter {
+            offset,
+            number: 0,
+            start: offset,
+            first_line: 1,
+            content_line: None,
+            search: Search::Looking,
+        }
+    }
+
+    /// The next line, with its line break; the document it ends, if any.
+    pub fn line(&mut self, line: &str) -> Option<Span> {
+        self.number += 1;
+        let offset = self.offset;
+        self.offset += line.len() as u64;
+        if is_marker(line, "---") {
+            let closed = self.close(offset);
+            self.start = offset;
+            self.first_line = self.number;
+            self.content_line = has_content(&line[3..]).then_some(self.number);
+            return closed;
+        }
+        if is_marker(line, "...") {
+            let closed = self.close(self.offset);
+            self.start = self.offset;
+            self.first_line = self.number + 1;
+            self.content_line = None;
+            return closed;
+        }
+        if self.content_line.is_none() && has_content(line) {
+            self.content_line = Some(self.number);
+        }
+        self.search_items(line, offset);
+        None
+    }
+
+    /// The last document, when the stream ends.
+    pub fn finish(mut self) -> Option<Span> {
+        self.close(self.offset)
+    }
+
+    fn close(&mut self, end: u64) -> Option<Span> {
+        let items = match std::mem::replace(&mut self.search, Search::Looking) {
+            Search::In(mut items) => {
+                items.end = end;
+                Some(items)
+            }
+            Search::Done(items) => items,
+            Search::Looking | Search::AfterKey => None,
+        };
+        let span = Span {
+            start: self.start,
+            end,
+            first_line: self.first_line,
+            content_line: self.content_line?,
+            items,
+        };
+        Some(span)
+    }
+
+    fn search_items(&mut self, line: &str, offset: u64) {
+        let entry_at = |indent: usize| {
+            let rest = line.get(indent..)?;
+            (line[..indent].bytes().all(|b| b == b' ') && rest.starts_with('-'))
+                .then_some(())
+                .filter(|_| rest[1..].is_empty() || rest[1..].starts_with([' ', '\r', '\n']))
+        };
+        match &mut self.search {
+            Search::Looking => {
+                if is_items_key(line) {
+                    self.search = Search::AfterKey;
+                }
+            }
+            Search::AfterKey if !has_content(line) => {}
+            Search::AfterKey => {
+                let indent = line.len() - line.trim_start_matches(' ').len();
+                self.search = match entry_at(indent) {
+                    Some(()) => Search::In(Items {
+                        indent,
+                        entries: vec![(offset, self.number)],
+                        end: offset,
+                    }),
+                    None => Search::Done(None),
+                };
+            }
+            Search::In(items) => {
+                if entry_at(items.indent).is_some() {
+                    items.entries.push((offset, self.number));
+                    return;
+                }
+                let indent = line.len() - line.trim_start_matches(' ').len();
+                let comment_or_blank =
+                    line.trim_start().is_empty() || line.trim_start().starts_with('#');
+                if !comment_or_blank && indent <= items.indent {
+                    let mut items = std::mem::replace(
+                        items,
+                        Items {
+                            indent: 0,
+                            entries: Vec::new(),
+                            end: 0,
+                        },
+                    );
+                    items.end = offset;
+                    self.search = Search::Done(Some(items));
+                }
+            }
+            Search::Done(_) => {}
+        }
+    }
+}
+
+/// Whether `line` is `items:` at the top level, with nothing after it but
+/// white space or a comment.
+fn is_items_key(line: &str) -> bool {
+    line.strip_prefix("items:").is_some_and(|rest| {
+        let rest = rest.trim_start_matches([' ', '\t']);
+        rest.is_empty() || rest.starts_with(['#', '\r', '\n'])
+    })
+}
+
+/// Whether `line` is the marker `marker` (`---` or `...`), alone or
+/// followed by a space, a tab or a comment.
+fn is_marker(line: &str, marker: &str) -> bool {
+    line.strip_prefix(marker)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
+}
+
+/// Whether `line` holds content, not only white space, a comment or a
+/// directive (`%YAML`).
+fn has_content(line: &str) -> bool {
+    let line = line.trim();
+    !(line.is_empty() || line.starts_with('#') || line.starts_with('%'))
+}
+
+/// The documents of a text held whole.
+pub fn spans(text: &str) -> Vec<Span> {
+    let mut cutter = Cutter::new(0);
+    let mut spans: Vec<Span> = text
+        .split_inclusive('\n')
+        .filter_map(|line| cutter.line(line))
+        .collect();
+    spans.extend(cutter.finish());
+    spans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(text: &str) -> Vec<Option<Vec<&str>>> {
+        spans(text)
+            .into_iter()
+            .map(|span| {
+                let items = span.items?;
+                Some(
+                    (0..items.entries.len())
+                        .map(|i| {
+                            let (start, end) = items.entry(i);
+                            &text[start as usize..end as usize]
+                        })
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_entries_of_a_top_level_items_block_sequence() {
+        let text = "apiVersion: v1\nitems:\n# first\n- a: 1\n  b: |\n    text\n\n-   c: 2\n# a comment\n-\n  d: 3\nkind: List\n";
+        assert_eq!(
+            entries(text),
+            [Some(vec![
+                "- a: 1\n  b: |\n    text\n\n",
+                "-   c: 2\n# a comment\n",
+                "-\n  d: 3\n"
+            ])]
+        );
+        let span = &spans(text)[0];
+        let items = span.items.as_ref().unwrap();
+        assert_eq!(
+            items.entries.iter().map(|e| e.1).collect::<Vec<_>>(),
+            [4, 8, 10]
+        );
+        assert_eq!(&text[items.end as usize..], "kind: List\n");
+        // Indented entries, and a document that ends the sequence.
+        let text = "items:\n  - a: 1\n  - b: 2\n---\nitems: []\n";
+        assert_eq!(
+            entries(text),
+            [Some(vec!["  - a: 1\n", "  - b: 2\n"]), None]
+        );
+    }
+
+    #[test]
+    fn what_is_no_items_block_sequence() {
+        for text in [
+            "items: [a]\n",
+            "items:\n  a: 1\n",
+            "items: &x\n- a\n",
+            "a:\n  items:\n  - b\n",
+            "items:\n-x\n",
+            "items:\n\t- a\n",
+        ] {
+            assert_eq!(entries(text), [None], "{text:?}");
+        }
+        // Only the first `items:` of a document: a second is a key given
+        // twice, which parsing the rest refuses.
+        let text = "items:\n- a\nitems:\n- b\n";
+        assert_eq!(entries(text), [Some(vec!["- a\n"])]);
+    }
+
+    #[test]
+    fn documents_start_on_markers_and_content() {
+        let text = "# c\n\na: 1\n--- {b: 2}\n...\n---\n# nothing\n---\n%YAML 1.2\n\nc: 3";
+        let lines: Vec<(usize, usize)> = spans(text)
+            .iter()
+            .map(|s| (s.first_line, s.content_line))
+            .collect();
+        assert_eq!(lines, [(1, 3), (4, 4), (8, 11)]);
+    }
+}

@@ -1,0 +1,434 @@
+//! A file read as a stream: cut into documents line by line first
+//! (`cut.rs`), then parsed one document at a time, and a `List` kept as a
+//! top-level `items:` block sequence (a cluster dump) one entry at a time,
+//! so that what is held at once is one object, not the file.
+//!
+//! An entry is read as the document it would be on its own: its `-`
+//! becomes a space, which leaves every column where it was. Whatever does
+//! not read alone the same way (an alias of an anchor in another entry, a
+//! tag handle, a scalar the cut left open) fails to parse alone, and the
+//! document is then read whole, as it always was, from the first entry
+//! not yet handed out.
+
+use std::io::{self, BufRead, Read, Seek, SeekFrom};
+
+use serde_json::Value;
+
+use super::cut::{Cutter, Span};
+use super::documents::{self, Found, Piece, yaml_document};
+use super::json;
+
+/// What a first pass over a stream's lines found.
+#[derive(Debug)]
+pub struct Scan {
+    spans: Vec<Span>,
+    /// Its first content is `{` or `[`: JSON, read whole.
+    json_like: bool,
+    /// It holds `{{`: a template, not manifests.
+    pub template: bool,
+    /// How deep it nests, were it JSON.
+    depth: json::Depth,
+}
+
+/// Reads `input` to its end, line by line, holding one line at a time.
+pub fn scan(input: &mut impl BufRead) -> io::Result<Scan> {
+    let mut line = String::new();
+    let mut cutter = None;
+    let mut scan = Scan {
+        spans: Vec::new(),
+        json_like: false,
+        template: false,
+        depth: json::Depth::default(),
+    };
+    let mut content_seen = false;
+    loop {
+        line.clear();
+        if input.read_line(&mut line)? == 0 {
+            break;
+        }
+        let cutter = cutter.get_or_insert_with(|| match line.starts_with('\u{feff}') {
+            true => Cutter::new('\u{feff}'.len_utf8() as u64),
+            false => Cutter::new(0),
+        });
+        let text = line.strip_prefix('\u{feff}').unwrap_or(&line);
+        if !content_seen && !text.trim_start().is_empty() {
+            content_seen = true;
+            scan.json_like = text.trim_start().starts_with(['{', '[']);
+        }
+        scan.template |= text.contains("{{");
+        if scan.json_like {
+            scan.depth.line(text);
+        }
+        scan.spans.extend(cutter.line(text));
+    }
+    scan.spans.extend(cutter.and_then(Cutter::finish));
+    Ok(scan)
+}
+
+/// Hands out every document of `input`, as `scan` cut it.
+pub fn read(
+    input: &mut (impl BufRead + Seek),
+    scan: &Scan,
+    found: &mut dyn FnMut(Found),
+) -> io::Result<()> {
+    if scan.json_like {
+        if scan.depth.deepest <= json::STREAMED_DEPTH && json::read_lists(input, found)? {
+            return Ok(());
+        }
+        // JSON without Lists, or JSON then YAML: read whole, as
+        // `documents` decides.
+        let text = text_at(input, 0, u64::MAX)?;
+        for (line, value) in documents::read(&text) {
+            found(Found::Document(line, value));
+        }
+        return Ok(());
+    }
+    for span in &scan.spans {
+        let listed = match &span.items {
+            Some(_) => entries(input, span, found)?,
+            None => Listed::No,
+        };
+        match listed {
+            Listed::All => {}
+            Listed::No => whole(input, span, 0, found)?,
+            Listed::Until(next) => whole(input, span, next, found)?,
+        }
+    }
+    Ok(())
+}
+
+/// How far reading a document entry by entry went.
+#[derive(Debug, PartialEq)]
+enum Listed {
+    /// Every entry read alone.
+    All,
+    /// Not a List kept so: none.
+    No,
+    /// The entries before this one.
+    Until(usize),
+}
+
+/// Reads the entries of a document that `scan` found an `items:` block
+/// sequence in, if the document around them is a `List` whose `items`
+/// holds nothing else.
+fn entries(
+    input: &mut (impl Read + Seek),
+    span: &Span,
+    found: &mut dyn FnMut(Found),
+) -> io::Result<Listed> {
+    let Some(items) = &span.items else {
+        return Ok(Listed::No);
+    };
+    let mut around = text_at(input, span.start, items.start())?;
+    around.push_str(&text_at(input, items.end, span.end)?);
+    let around = yaml_document(Piece {
+        text: &around,
+        first_line: span.first_line,
+        content_line: span.content_line,
+    });
+    let list = match &around.1 {
+        Ok(Value::Object(map)) => {
+            map.get("kind")
+                .and_then(Value::as_str)
+                .is_some_and(|kind| kind.ends_with("List"))
+                && map.get("items") == Some(&Value::Null)
+        }
+        _ => false,
+    };
+    if !list {
+        return Ok(Listed::No);
+    }
+    input.seek(SeekFrom::Start(items.start()))?;
+    let mut bytes = Vec::new();
+    for index in 0..items.entries.len() {
+        let (start, end) = items.entry(index);
+        bytes.resize((end - start) as usize, 0);
+        input.read_exact(&mut bytes)?;
+        // The entry's `-` becomes a space: the document it holds, at the
+        // columns it was at.
+        bytes[items.indent] = b' ';
+        let text = std::str::from_utf8(&bytes).map_err(io::Error::other)?;
+        let line = items.entries[index].1;
+        let piece = Piece {
+            text,
+            first_line: line,
+            content_line: line,
+        };
+        match yaml_document(piece).1 {
+            Ok(value) => found(Found::Item {
+                line: span.content_line,
+                index,
+                value,
+            }),
+            Err(_) => return Ok(Listed::Until(index)),
+        }
+    }
+    Ok(Listed::All)
+}
+
+/// Reads a document whole, handing out the entries of its `items` from
+/// `from` when entries before it were handed out already.
+fn whole(
+    input: &mut (impl Read + Seek),
+    span: &Span,
+    from: usize,
+    found: &mut dyn FnMut(Found),
+) -> io::Result<()> {
+    let text = text_at(input, span.start, span.end)?;
+    let (line, value) = yaml_document(Piece {
+        text: &text,
+        first_line: span.first_line,
+        content_line: span.content_line,
+    });
+    drop(text);
+    match value {
+        Ok(Value::Object(mut map)) if from > 0 => match map.remove("items") {
+            Some(Value::Array(items)) => {
+                for (index, value) in items.into_iter().enumerate().skip(from) {
+                    found(Found::Item { line, index, value });
+                }
+            }
+            other => {
+                map.extend(other.map(|items| ("items".to_string(), items)));
+                found(Found::Document(line, Ok(Value::Object(map))));
+            }
+        },
+        value => found(Found::Document(line, value)),
+    }
+    Ok(())
+}
+
+/// The text from `start` to `end` (or the stream's end).
+fn text_at(input: &mut (impl Read + Seek), start: u64, end: u64) -> io::Result<String> {
+    input.seek(SeekFrom::Start(start))?;
+    let mut text = String::new();
+    input
+        .take(end.saturating_sub(start))
+        .read_to_string(&mut text)?;
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// What the stream hands out, and the same text read whole; a
+    /// List's items one by one in both.
+    fn both(text: &str) -> (Vec<Found>, Vec<Found>) {
+        let mut input = io::Cursor::new(text.as_bytes());
+        let scan = scan(&mut input).unwrap();
+        let mut streamed = Vec::new();
+        read(&mut input, &scan, &mut |f| streamed.push(f)).unwrap();
+        let whole = documents::read(text)
+            .into_iter()
+            .map(|(line, value)| Found::Document(line, value))
+            .collect();
+        (items(streamed), items(whole))
+    }
+
+    fn items(found: Vec<Found>) -> Vec<Found> {
+        found
+            .into_iter()
+            .flat_map(|found| match found {
+                Found::Document(line, Ok(Value::Object(mut map)))
+                    if map
+                        .get("kind")
+                        .and_then(Value::as_str)
+                        .is_some_and(|k| k.ends_with("List"))
+                        && map.get("items").is_some_and(Value::is_array) =>
+                {
+                    let Some(Value::Array(items)) = map.remove("items") else {
+                        unreachable!()
+                    };
+                    items
+                        .into_iter()
+                        .enumerate()
+                        .map(|(index, value)| Found::Item { line, index, value })
+                        .collect()
+                }
+                found => vec![found],
+            })
+            .collect()
+    }
+
+    /// How far the first List of `text` reads entry by entry.
+    fn listed(text: &str) -> Listed {
+        let mut input = io::Cursor::new(text.as_bytes());
+        let scan = scan(&mut input).unwrap();
+        let span = scan.spans.iter().find(|s| s.items.is_some()).unwrap();
+        entries(&mut input, span, &mut |_| {}).unwrap()
+    }
+
+    fn same(text: &str) -> Vec<Found> {
+        let (streamed, whole) = both(text);
+        assert_eq!(streamed, whole, "{text}");
+        streamed
+    }
+
+    #[test]
+    fn a_list_is_read_entry_by_entry_as_it_reads_whole() {
+        let list = "apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n    annotations: {x: \"1\"}\n  data:\n    script: |\n      #!/bin/sh\n      - echo\n\n-   kind: Pod\n    metadata: {name: b}\n# between\n- - nested\n  - sequence\n-\n  kind: Secret\n- \"quoted \\\n  on two lines\"\n- plain\n  on two\nkind: List\nmetadata:\n  resourceVersion: \"\"\n";
+        let found = same(list);
+        assert_eq!(listed(list), Listed::All);
+        assert_eq!(found.len(), 6);
+        assert_eq!(
+            found[0],
+            Found::Item {
+                line: 1,
+                index: 0,
+                value: json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "annotations": {"x": "1"}}, "data": {"script": "#!/bin/sh\n- echo\n"}})
+            }
+        );
+        assert_eq!(
+            found[5],
+            Found::Item {
+                line: 1,
+                index: 5,
+                value: json!("plain on two")
+            }
+        );
+        // Indented entries, a typed list, and documents around it.
+        let typed = "a: 1\n---\nkind: PodList\nitems:\n  - kind: Pod\n  - kind: Pod\n    x: [1,\n      2]\n---\nb: 2\n";
+        assert_eq!(same(typed).len(), 4);
+        assert_eq!(listed(typed), Listed::All);
+    }
+
+    #[test]
+    fn what_does_not_read_alone_is_read_whole() {
+        for (text, listed_as) in [
+            // An alias of an anchor in an earlier entry.
+            (
+                "kind: List\nitems:\n- &a {kind: Pod}\n- *a\n",
+                Listed::Until(1),
+            ),
+            // A merge key from another entry.
+            (
+                "kind: List\nitems:\n- &a {x: 1}\n- <<: *a\n  y: 2\n",
+                Listed::Until(1),
+            ),
+            // A quoted scalar running past an entry's end.
+            ("kind: List\nitems:\n- a: \"x\n- y\"\n", Listed::Until(0)),
+            // Not a List: an object with a field `items`.
+            ("kind: Pod\nitems:\n- a\n", Listed::No),
+            ("items:\n- a\n", Listed::No),
+            // `items` given twice, a key given twice in an entry.
+            ("kind: List\nitems:\n- a\nitems:\n- b\n", Listed::No),
+            ("kind: List\nitems:\n- a: 1\n  a: 2\n", Listed::Until(0)),
+            // Broken after the entries.
+            ("kind: List\nitems:\n- a\nmetadata: [\n", Listed::No),
+        ] {
+            same(text);
+            assert_eq!(listed(text), listed_as, "{text}");
+        }
+        let found = same("kind: List\nitems:\n- {kind: Pod}\n- &a {kind: Pod}\n- *a\n");
+        assert_eq!(found.len(), 3);
+        assert!(matches!(
+            &same("kind: List\nitems:\n- a: 1\n  a: 2\n")[0],
+            Found::Document(_, Err(e)) if e.contains("duplicate entry with key \"a\"")
+        ));
+    }
+
+    #[test]
+    fn json_and_a_byte_order_mark() {
+        same("\u{feff}apiVersion: v1\nitems:\n- kind: Pod\nkind: List\n");
+        same(
+            "{\"kind\": \"List\", \"items\": [{\"kind\": \"Pod\"}]}\n---\nitems:\n- a\nkind: List\n",
+        );
+        // JSON: a List item by item; nested too deep, read whole and
+        // refused as it always was.
+        let found = same("{\"kind\": \"List\", \"items\": [{\"kind\": \"Pod\"}, {}]}\n[1]");
+        assert_eq!(found.len(), 3);
+        for text in [
+            format!(
+                "{{\"kind\": \"List\", \"items\": [{}{}]}}",
+                "[".repeat(200),
+                "]".repeat(200)
+            ),
+            format!(
+                "{{\"kind\": \"List\", \"items\": []}}\n{{\"a\": {}{}}}",
+                "[".repeat(129),
+                "]".repeat(129)
+            ),
+        ] {
+            let found = same(&text);
+            assert!(
+                matches!(&found[..], [.., Found::Document(1 | 2, Err(e))] if e.starts_with("nested more than 128")),
+                "{found:?}"
+            );
+        }
+    }
+
+    /// Every YAML document of the repository's manifests and test data,
+    /// as an entry of a List at both indentations, reads as it does
+    /// whole.
+    #[test]
+    fn every_document_of_the_repository_reads_the_same_as_an_entry() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut files: Vec<_> = [
+            "metadata.yml",
+            "questions-ui.yml",
+            "artifacthub-pkg.yml",
+            "action.yml",
+            ".pre-commit-hooks.yaml",
+        ]
+        .iter()
+        .map(|file| root.join(file))
+        .collect();
+        for dir in ["examples", "cluster/manifests", ".github"] {
+            for entry in walkdir::WalkDir::new(root.join(dir)) {
+                let path = entry.unwrap().into_path();
+                if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+                    files.push(path);
+                }
+            }
+        }
+        assert!(files.len() > 20, "{files:?}");
+        let mut entries_read = 0;
+        for path in files {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut documents = Vec::new();
+            for span in crate::check::manifests::cut::spans(&text) {
+                let document = &text[span.start as usize..span.end as usize];
+                documents.push(match document.strip_prefix("---") {
+                    Some(rest)
+                        if rest
+                            .trim_start_matches([' ', '\t'])
+                            .starts_with(['\n', '#']) =>
+                    {
+                        rest.split_once('\n').map_or("", |(_, rest)| rest)
+                    }
+                    Some(_) => continue,
+                    None => document,
+                });
+            }
+            let all_read_alone = documents
+                .iter()
+                .all(|d| documents::read(d).iter().all(|(_, v)| v.is_ok()));
+            for indent in ["", "  "] {
+                let mut list = "apiVersion: v1\nitems:\n".to_string();
+                for document in &documents {
+                    list.push_str(indent);
+                    list.push_str("- ");
+                    for (i, line) in document.split_inclusive('\n').enumerate() {
+                        if i > 0 {
+                            list.push_str(indent);
+                            list.push_str("  ");
+                        }
+                        list.push_str(line);
+                    }
+                    if !list.ends_with('\n') {
+                        list.push('\n');
+                    }
+                }
+                list.push_str("kind: List\n");
+                let found = same(&list);
+                if all_read_alone && !documents.is_empty() {
+                    assert_eq!(listed(&list), Listed::All, "{}:\n{list}", path.display());
+                    entries_read += found.len();
+                }
+            }
+        }
+        assert!(entries_read > 50, "{entries_read}");
+    }
+}
