@@ -34,7 +34,7 @@ pub struct Span {
 }
 
 /// The entries of a top-level `items:` block sequence.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Items {
     /// The column of the entries' `-`.
     pub indent: usize,
@@ -180,14 +180,7 @@ impl Cutter {
                 let comment_or_blank =
                     line.trim_start().is_empty() || line.trim_start().starts_with('#');
                 if !comment_or_blank && indent <= items.indent {
-                    let mut items = std::mem::replace(
-                        items,
-                        Items {
-                            indent: 0,
-                            entries: Vec::new(),
-                            end: 0,
-                        },
-                    );
+                    let mut items = std::mem::take(items);
                     items.end = offset;
                     self.search = Search::Done(Some(items));
                 }
