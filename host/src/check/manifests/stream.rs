@@ -84,11 +84,7 @@ pub fn read(
         return Ok(());
     }
     for span in &scan.spans {
-        let listed = match &span.items {
-            Some(_) => entries(input, span, found)?,
-            None => Listed::No,
-        };
-        match listed {
+        match entries(input, span, found)? {
             Listed::All => {}
             Listed::No => whole(input, span, 0, found)?,
             Listed::Until(next) => whole(input, span, next, found)?,
@@ -108,8 +104,8 @@ enum Listed {
     Until(usize),
 }
 
-/// Reads the entries of a document that `scan` found an `items:` block
-/// sequence in, if the document around them is a `List` whose `items`
+/// Reads the entries of a document, if `scan` found an `items:` block
+/// sequence in it and the document around them is a `List` whose `items`
 /// holds nothing else.
 fn entries(
     input: &mut (impl Read + Seek),
