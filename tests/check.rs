@@ -368,14 +368,25 @@ fn junit_output_reads_back_as_the_results() {
 
 /// The SARIF 2.1.0 JSON schema, as the `serde-sarif` package the runner
 /// builds its SARIF with carries it (no copy of our own to drift).
+///
+/// Cargo is asked offline, and for this machine's platform only
+/// (`host-tuple`): that graph's crates are the ones this very `cargo test`
+/// downloaded to build the runner. Without `--filter-platform` it wants
+/// every platform's crates (Windows' `anstyle-wincon`), which only a
+/// long-used crate cache holds.
 fn sarif_schema() -> Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let output = std::process::Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", "host-tuple"])
         .current_dir(root())
         .output()
         .expect("cargo metadata");
-    assert!(output.status.success(), "cargo metadata failed");
+    assert!(
+        output.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let metadata: Value = serde_json::from_slice(&output.stdout).unwrap();
     let manifest = metadata["packages"]
         .as_array()
