@@ -302,6 +302,36 @@ JUDGED='{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowK
   rejected_with 'remove \"container.apparmor.security.beta.kubernetes.io/frontend\"'
 }
 
+# The review Kubewarden's audit scanner sends for a stored object: a CREATE
+# with no sender and no old object, the Kind as its resource
+# (host/src/audit.rs builds the same, and cites the scanner's source).
+audit_review() {
+  jq '.request.object as $o | ($o.apiVersion | split("/")) as $v
+    | (if ($v | length) == 2 then {group: $v[0], version: $v[1]} else {group: "", version: $v[0]} end) as $gv
+    | {apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: {
+        uid: $o.metadata.uid, kind: ($gv + {kind: $o.kind}), requestKind: ($gv + {kind: $o.kind}),
+        resource: ($gv + {resource: $o.kind}), name: $o.metadata.name, namespace: $o.metadata.namespace,
+        operation: "CREATE", userInfo: {}, object: ($o | '"$2"'), oldObject: null}}' "test_data/$1"
+}
+
+@test "an audit passes the kubelet's mirror Pod and an Indexed Job's Pod, and fails their forgeries" {
+  local mirror job
+  mirror=$(recorded_where '.userInfo.username | startswith("system:node:")')
+  job=$(recorded_where '.object.metadata.annotations["batch.kubernetes.io/job-completion-index"] != null')
+  audit_review "$mirror" . > "$BATS_TEST_TMPDIR/mirror.json"
+  audit_review "$job" . > "$BATS_TEST_TMPDIR/job.json"
+  audit_review "$mirror" '.spec.nodeName = "node-2"' > "$BATS_TEST_TMPDIR/forged-mirror.json"
+  audit_review "$job" '.metadata.ownerReferences[0].apiVersion = "example.com/v1"' > "$BATS_TEST_TMPDIR/forged-job.json"
+  for review in mirror job; do
+    run --separate-stderr $RUNNER "$POLICY" -r "$BATS_TEST_TMPDIR/$review.json" --settings-json "$ALLOWLIST"
+    accepted
+  done
+  run --separate-stderr $RUNNER "$POLICY" -r "$BATS_TEST_TMPDIR/forged-mirror.json" --settings-json "$ALLOWLIST"
+  rejected_with 'remove \"kubernetes.io/config.hash\", \"kubernetes.io/config.mirror\"'
+  run --separate-stderr $RUNNER "$POLICY" -r "$BATS_TEST_TMPDIR/forged-job.json" --settings-json "$ALLOWLIST"
+  rejected_with 'remove \"batch.kubernetes.io/job-completion-index\"'
+}
+
 @test "an explicit denylist still forbids one of Kubernetes' keys" {
   local annotated
   annotated=$(recorded_where '.kind.kind == "Deployment" and .object.metadata.annotations["kubernetes.io/change-cause"] != null and .oldObject.metadata.annotations["kubernetes.io/change-cause"] == null')

@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 
+use crate::json::visit::{elements, members, string};
 use crate::json::{self, Reader};
 
 pub const PREFIX: &str = "container.apparmor.security.beta.kubernetes.io/";
@@ -69,42 +70,6 @@ pub fn restates_field(object: &[u8], key: &str) -> bool {
     found
         .annotation
         .is_some_and(|value| profile.restated_as(&value))
-}
-
-/// Calls `read` for each member of the object that starts here; a value
-/// that is not an object has no members. A `dyn` closure: one copy of the
-/// loop serves every level, where the request's hot path inlines its own.
-fn members<'a>(
-    r: &mut Reader<'a>,
-    read: &mut dyn FnMut(&mut Reader<'a>, &str) -> json::Result<()>,
-) -> json::Result<()> {
-    if r.peek() != Some(b'{') {
-        return r.skip_value();
-    }
-    let mut members = r.members();
-    while let Some(key) = members.next(r)? {
-        read(r, &key.text())?;
-    }
-    Ok(())
-}
-
-/// Calls `read` for each element of the array that starts here; a value
-/// that is not an array has none.
-fn elements<'a>(
-    r: &mut Reader<'a>,
-    read: &mut dyn FnMut(&mut Reader<'a>) -> json::Result<()>,
-) -> json::Result<()> {
-    match r.peek() {
-        Some(b'[') => r.array(|r| read(r)),
-        _ => r.skip_value(),
-    }
-}
-
-fn string<'a>(r: &mut Reader<'a>) -> json::Result<Option<Cow<'a, str>>> {
-    match r.peek() {
-        Some(b'"') => r.string().map(Some),
-        _ => r.skip_value().map(|()| None),
-    }
 }
 
 fn read_pod<'a>(

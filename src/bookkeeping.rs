@@ -13,13 +13,15 @@
 //! The rest name their writer (`Writer`): the keys that make a Pod a mirror
 //! Pod come only from a node, the job controller's keys on Pods only from the
 //! job controller, and each counts too on an update whose old object already
-//! had it; an AppArmor key counts only where it restates the Pod's own
-//! field. Set by anyone else, such a key would change what a component does
+//! had it, and in an audit (a request with no sender) on an object its
+//! writer makes (`audit`); an AppArmor key counts only where it restates the
+//! Pod's own field. Set by anyone else, such a key would change what a component does
 //! (the kubelet, the job controller, `kubectl drain`), so it stays the
 //! user's, to list or not. Keys no entry names (seccomp's, a Pod's bandwidth,
 //! the autoscaler's `safe-to-evict`, `deprecated.deployment.rollback.to`,
 //! which makes the deployment controller roll back) are the user's too.
 
+use crate::audit::Kind;
 use crate::bytes;
 
 /// Who writes an entry's keys, and so in which requests they count.
@@ -29,12 +31,36 @@ pub enum Writer {
     Anyone,
     /// The kubelet, on the mirror Pods it creates as `system:node:<name>`.
     Node,
-    /// A controller of kube-controller-manager, by its service account's
-    /// name in `kube-system`.
-    Controller(&'static str),
+    /// A controller of kube-controller-manager.
+    Controller(Controller),
     /// The API server, restating a Pod's AppArmor field (1.30-1.33).
     AppArmorField,
 }
+
+/// A controller whose keys count only where it could have written them:
+/// in its own requests, and in an audit on the objects it makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Controller {
+    /// The service account it acts as in `kube-system`
+    /// (kube-controller-manager's `--use-service-account-credentials`,
+    /// kubeadm's default).
+    pub account: &'static str,
+    /// The kind whose objects it runs, which controls what it makes.
+    pub owner: Kind,
+    /// The kind of object it writes its keys on.
+    pub makes: &'static str,
+}
+
+/// The job controller: a Job's Pods (`pkg/controller/job`), each made with
+/// the Job as its controller owner.
+pub const JOB_CONTROLLER: Controller = Controller {
+    account: "job-controller",
+    owner: Kind {
+        group: "batch",
+        kind: "Job",
+    },
+    makes: "Pod",
+};
 
 /// One key, or a prefix when it ends in `*` (the only place a star may
 /// stand), and its writer.
@@ -61,7 +87,7 @@ const fn node(key: &'static str) -> Entry {
 const fn job_controller(key: &'static str) -> Entry {
     Entry {
         key,
-        writer: Writer::Controller("job-controller"),
+        writer: Writer::Controller(JOB_CONTROLLER),
     }
 }
 
@@ -312,7 +338,7 @@ mod tests {
     /// writer each needs.
     #[test]
     fn the_keys_kubernetes_writes_have_their_writers() {
-        let controller = Writer::Controller("job-controller");
+        let controller = Writer::Controller(JOB_CONTROLLER);
         for (key, writer) in [
             (
                 "kubectl.kubernetes.io/last-applied-configuration",

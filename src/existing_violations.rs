@@ -240,7 +240,7 @@ mod tests {
             let settings = Settings::from_json(json.to_string().as_bytes()).unwrap();
             let bookkeeping = settings.bookkeeping;
             let username = if from_node { "system:node:n1" } else { "jane" };
-            let sender = Sender { username: Some(username.to_string()), earlier: Some(old.clone()) };
+            let sender = Sender { username: Some(username.to_string()), earlier: Some(old.clone()), made_by: None };
             let expected = oracle::accepts(criterion, &new, &values, bookkeeping, &sender)
                 || oracle::excused(criterion, &old, &new, &values, bookkeeping, &sender, &sender.for_old(&old));
             prop_assert_eq!(update_by(username, &settings, &refs(&old), &refs(&new)), expected);

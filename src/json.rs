@@ -30,6 +30,7 @@ use crate::bytes;
 mod decode;
 mod grammar;
 mod scan;
+pub mod visit;
 mod walk;
 
 use decode::{Decoder, decode_key};

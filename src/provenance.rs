@@ -1,13 +1,16 @@
 //! Who could have written a key in the request at hand: its sender
-//! (`userInfo.username`), the object it replaces, and the Pod's own spec.
-//! Each is read only when a key that names its writer is not listed, and
-//! then once: nearly every request has no such key, and pays nothing.
+//! (`userInfo.username`), the object it replaces, and the Pod's own spec;
+//! in a request with no sender (an audit), what the object says of what
+//! made it (`audit`). Each is read only when a key that names its writer is
+//! not listed, and then once: nearly every request has no such key, and
+//! pays nothing.
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
 
 use crate::apparmor;
-use crate::bookkeeping::{Provenance, Writer};
+use crate::audit::{self, Stored};
+use crate::bookkeeping::{Controller, Provenance, Writer};
 use crate::json::Reader;
 use crate::request;
 
@@ -42,6 +45,8 @@ struct Read<'a> {
     sender: Option<Cow<'a, str>>,
     object: &'a [u8],
     earlier_keys: Vec<Cow<'a, str>>,
+    /// In a request with no sender, what the object says of what made it.
+    stored: Option<Stored<'a>>,
 }
 
 impl<'a> Request<'a> {
@@ -72,9 +77,12 @@ impl<'a> Request<'a> {
     fn read(&self) -> &Read<'a> {
         self.read.get_or_init(|| {
             let parts = request::parts(self.payload).unwrap_or_default();
+            let sender = parts.user_info.and_then(username);
+            let object = self.object.or(parts.object).unwrap_or_default();
             Box::new(Read {
-                sender: parts.user_info.and_then(username),
-                object: self.object.or(parts.object).unwrap_or_default(),
+                stored: audit::no_sender(sender.as_deref()).then(|| Stored::read(object)),
+                sender,
+                object,
                 earlier_keys: self
                     .earlier
                     .and_then(|text| request::decode_object(text).ok())
@@ -86,6 +94,14 @@ impl<'a> Request<'a> {
 
     fn sender(&self) -> Option<&str> {
         self.read().sender.as_deref()
+    }
+
+    /// What an audited object says of what made it, if it is of `kind`.
+    fn stored(&self, kind: &str) -> Option<&Stored<'a>> {
+        self.read()
+            .stored
+            .as_ref()
+            .filter(|_| self.kind == Some(kind))
     }
 
     fn earlier_had(&self, key: &str) -> bool {
@@ -100,11 +116,18 @@ impl Provenance for Request<'_> {
     fn could_have_written(&self, writer: Writer, key: &str) -> bool {
         match writer {
             Writer::Anyone => true,
-            Writer::Node => self.sender().is_some_and(is_node) || self.earlier_had(key),
-            Writer::Controller(name) => {
-                self.sender()
-                    .is_some_and(|sender| is_controller(sender, name))
+            Writer::Node => {
+                self.sender().is_some_and(is_node)
                     || self.earlier_had(key)
+                    || self.stored("Pod").is_some_and(Stored::made_by_its_node)
+            }
+            Writer::Controller(controller) => {
+                self.sender()
+                    .is_some_and(|sender| is_controller(sender, controller))
+                    || self.earlier_had(key)
+                    || self
+                        .stored(controller.makes)
+                        .is_some_and(|stored| stored.controlled_by(controller.owner))
             }
             Writer::AppArmorField => {
                 self.kind == Some("Pod") && apparmor::restates_field(self.read().object, key)
@@ -119,8 +142,9 @@ fn is_node(sender: &str) -> bool {
         .is_some_and(|name| !name.is_empty())
 }
 
-fn is_controller(sender: &str, name: &str) -> bool {
-    sender == CONTROLLER_MANAGER || sender.strip_prefix(CONTROLLER_ACCOUNT) == Some(name)
+fn is_controller(sender: &str, controller: Controller) -> bool {
+    sender == CONTROLLER_MANAGER
+        || sender.strip_prefix(CONTROLLER_ACCOUNT) == Some(controller.account)
 }
 
 /// The `username` of a `userInfo` text.
@@ -139,9 +163,10 @@ fn username(user_info: &[u8]) -> Option<Cow<'_, str>> {
     None
 }
 
-/// The writers' rules read literally, over a sender's name and the keys
-/// an earlier object had, for Pods that set no AppArmor field: for tests
-/// and fuzz targets to hold `Request` to.
+/// The writers' rules read literally, over a sender's name, the keys an
+/// earlier object had and, with no sender, what made the Pod, for Pods
+/// that set no AppArmor field: for tests and fuzz targets to hold
+/// `Request` to.
 #[cfg(any(test, feature = "reference"))]
 pub mod oracle {
     use std::collections::BTreeSet;
@@ -151,6 +176,17 @@ pub mod oracle {
     pub struct Sender {
         pub username: Option<String>,
         pub earlier: Option<BTreeSet<String>>,
+        /// What the Pod's own fields say made it.
+        pub made_by: Option<MadeBy>,
+    }
+
+    /// What made a Pod, as its owner references and node binding say.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum MadeBy {
+        /// Bound to a node that is its controller owner.
+        ItsNode,
+        /// Controlled by an object of this API group and kind.
+        Controller(&'static str, &'static str),
     }
 
     impl Sender {
@@ -159,6 +195,7 @@ pub mod oracle {
             Sender {
                 username: self.username.clone(),
                 earlier: Some(old.clone()),
+                made_by: self.made_by,
             }
         }
     }
@@ -167,15 +204,25 @@ pub mod oracle {
         fn could_have_written(&self, writer: Writer, key: &str) -> bool {
             let name = self.username.as_deref().unwrap_or("");
             let earlier = self.earlier.as_ref().is_some_and(|keys| keys.contains(key));
+            // No sender: an audit, which asks the object what made it.
+            let made_by = self.made_by.filter(|_| name.is_empty());
             match writer {
                 Writer::Anyone => true,
                 Writer::Node => {
-                    name.len() > "system:node:".len() && name.starts_with("system:node:") || earlier
+                    name.len() > "system:node:".len() && name.starts_with("system:node:")
+                        || earlier
+                        || made_by == Some(MadeBy::ItsNode)
                 }
                 Writer::Controller(controller) => {
                     name == "system:kube-controller-manager"
-                        || name == format!("system:serviceaccount:kube-system:{controller}")
+                        || name
+                            == format!("system:serviceaccount:kube-system:{}", controller.account)
                         || earlier
+                        || made_by
+                            == Some(MadeBy::Controller(
+                                controller.owner.group,
+                                controller.owner.kind,
+                            ))
                 }
                 Writer::AppArmorField => false,
             }
@@ -186,6 +233,7 @@ pub mod oracle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bookkeeping::JOB_CONTROLLER;
 
     const MIRROR: &str = "kubernetes.io/config.mirror";
     const INDEX: &str = "batch.kubernetes.io/job-completion-index";
@@ -228,7 +276,7 @@ mod tests {
 
     #[test]
     fn controller_keys_come_from_that_controller() {
-        let job = Writer::Controller("job-controller");
+        let job = Writer::Controller(JOB_CONTROLLER);
         for sender in [
             "system:serviceaccount:kube-system:job-controller",
             "system:kube-controller-manager",
@@ -263,9 +311,79 @@ mod tests {
             Writer::Node,
             "kubernetes.io/config.hash"
         ));
-        let job = Writer::Controller("job-controller");
+        let job = Writer::Controller(JOB_CONTROLLER);
         assert!(!wrote(&from("jane"), Some(old), job, INDEX));
         assert!(!wrote(&from("jane"), Some("{"), Writer::Node, MIRROR));
+    }
+
+    /// The Pod of an audit: the object as stored, with its owners and node.
+    fn audited(user_info: Option<&str>, kind: &str, owner: &str, node: &str) -> Request<'static> {
+        let object = format!(
+            r#"{{"kind":"{kind}","metadata":{{"name":"p","ownerReferences":[{owner}]}},"spec":{{"nodeName":"{node}"}}}}"#
+        );
+        let user_info = user_info.map_or(String::new(), |info| format!(r#""userInfo":{info},"#));
+        let payload = format!(
+            r#"{{"request":{{"operation":"CREATE",{user_info}"object":{object},"oldObject":null}}}}"#
+        );
+        Request::new(
+            Box::leak(payload.into_boxed_str()).as_bytes(),
+            None,
+            Some(Box::leak(kind.into())),
+        )
+    }
+
+    const NODE_N1: &str =
+        r#"{"apiVersion":"v1","kind":"Node","name":"n1","uid":"u","controller":true}"#;
+    const JOB_J: &str = r#"{"apiVersion":"batch/v1","kind":"Job","name":"j","uid":"u","controller":true,"blockOwnerDeletion":true}"#;
+
+    /// With no sender, the kubelet's keys count on a Pod bound to the node
+    /// that controls it, the job controller's on a Pod a Job controls.
+    #[test]
+    fn an_audit_asks_the_object_what_made_it() {
+        let job = Writer::Controller(JOB_CONTROLLER);
+        for user_info in [Some("{}"), None, Some(r#"{"username":""}"#)] {
+            assert!(
+                audited(user_info, "Pod", NODE_N1, "n1").could_have_written(Writer::Node, MIRROR)
+            );
+            assert!(audited(user_info, "Pod", JOB_J, "n1").could_have_written(job, INDEX));
+            // Forged twins: bound elsewhere, or another writer's owner.
+            assert!(
+                !audited(user_info, "Pod", NODE_N1, "n2").could_have_written(Writer::Node, MIRROR)
+            );
+            assert!(
+                !audited(user_info, "Pod", JOB_J, "n1").could_have_written(Writer::Node, MIRROR)
+            );
+            assert!(!audited(user_info, "Pod", NODE_N1, "n1").could_have_written(job, INDEX));
+            let fake_job = JOB_J.replace("batch/v1", "example.com/v1");
+            assert!(!audited(user_info, "Pod", &fake_job, "n1").could_have_written(job, INDEX));
+            // The kubelet and the job controller write these keys on Pods only.
+            assert!(
+                !audited(user_info, "PodTemplate", NODE_N1, "n1")
+                    .could_have_written(Writer::Node, MIRROR)
+            );
+            assert!(!audited(user_info, "Job", JOB_J, "n1").could_have_written(job, INDEX));
+        }
+    }
+
+    /// A request that names its sender is judged by its sender alone, as
+    /// admission always was: the object's owners do not speak for it.
+    #[test]
+    fn a_named_sender_is_judged_by_its_name_alone() {
+        let job = Writer::Controller(JOB_CONTROLLER);
+        for sender in [
+            "jane",
+            "system:anonymous",
+            "system:serviceaccount:kube-system:cronjob-controller",
+        ] {
+            let info = from(sender);
+            assert!(
+                !audited(Some(&info), "Pod", NODE_N1, "n1")
+                    .could_have_written(Writer::Node, MIRROR)
+            );
+            assert!(!audited(Some(&info), "Pod", JOB_J, "n1").could_have_written(job, INDEX));
+        }
+        let kubelet = from("system:node:n9");
+        assert!(audited(Some(&kubelet), "Pod", "", "").could_have_written(Writer::Node, MIRROR));
     }
 
     #[test]

@@ -481,7 +481,7 @@ fn the_readme_lists_kubernetes_keys_as_the_code_does() {
             let counts = match entry.writer {
                 Writer::Anyone => "any request".to_string(),
                 Writer::Node => "a node's requests".to_string(),
-                Writer::Controller(name) => match name {
+                Writer::Controller(controller) => match controller.account {
                     "job-controller" => "the job controller's requests".to_string(),
                     other => panic!("the README names no column for {other}"),
                 },

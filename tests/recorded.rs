@@ -8,26 +8,10 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
-use common::{policy, root, validate};
+use common::recorded::{ADMIN, RECOMMENDED, Recording, recordings, releases};
+use common::{policy, validate};
 use serde_json::Value;
-
-/// The README's recommended settings, as cluster/harness registers them.
-const RECOMMENDED: [(&str, &str); 3] = [
-    (
-        "owner-required",
-        r#"{"criteria":"containsAllOf","values":["example.com/owner"]}"#,
-    ),
-    (
-        "allowlist",
-        r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"]}"#,
-    ),
-    (
-        "denylist",
-        r#"{"criteria":"doesNotContainAnyOf","values":["example.com/debug","example.com/skip-*"]}"#,
-    ),
-];
 
 /// The senders whose requests the recordings must hold, so that a run that
 /// lost one is noticed: each controller the harness runs, and a node.
@@ -42,83 +26,6 @@ const SENDERS: [&str; 9] = [
     "system:serviceaccount:kube-system:generic-garbage-collector",
     "system:node:node-1",
 ];
-
-/// The user the harness acts as (kubeadm's administrator).
-const ADMIN: &str = "kubernetes-admin";
-
-struct Recording {
-    release: String,
-    file: String,
-    request: Value,
-    text: String,
-    verdicts: Value,
-}
-
-impl Recording {
-    fn user(&self) -> &str {
-        self.request["userInfo"]["username"].as_str().unwrap()
-    }
-
-    fn name(&self) -> String {
-        format!("{}/{}", self.release, self.file)
-    }
-}
-
-fn releases() -> Vec<PathBuf> {
-    let dir = root().join("test_data/cluster/recorded");
-    let mut releases: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("test_data/cluster/recorded")
-        .map(|entry| entry.expect("an entry").path())
-        .collect();
-    releases.sort();
-    releases
-}
-
-fn recordings() -> Vec<Recording> {
-    let mut all = Vec::new();
-    for dir in releases() {
-        let release = dir.file_name().unwrap().to_string_lossy().into_owned();
-        let index: Value =
-            serde_json::from_slice(&std::fs::read(dir.join("index.json")).expect("index.json"))
-                .expect("index.json is JSON");
-        let settings: Vec<(String, String)> = index["settings"]
-            .as_object()
-            .expect("settings")
-            .iter()
-            .map(|(id, s)| (id.clone(), s.to_string()))
-            .collect();
-        for (id, text) in RECOMMENDED {
-            let recorded = settings.iter().find(|(i, _)| i == id).expect(id);
-            let parsed: Value = serde_json::from_str(text).unwrap();
-            assert_eq!(recorded.1, parsed.to_string(), "{release}: {id}");
-        }
-        let mut files: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|f| f != "index.json")
-            .collect();
-        files.sort();
-        let verdicts = index["verdicts"].as_object().expect("verdicts");
-        let indexed: Vec<String> = verdicts.keys().cloned().collect();
-        assert_eq!(files, indexed, "{release}: files and index differ");
-        for file in files {
-            let review: Value =
-                serde_json::from_slice(&std::fs::read(dir.join(&file)).unwrap()).expect(&file);
-            assert_eq!(review["apiVersion"], "admission.k8s.io/v1", "{file}");
-            assert_eq!(review["kind"], "AdmissionReview", "{file}");
-            let request = review["request"].clone();
-            all.push(Recording {
-                release: release.clone(),
-                text: request.to_string(),
-                request,
-                verdicts: verdicts[&file].clone(),
-                file,
-            });
-        }
-    }
-    assert!(!all.is_empty());
-    all
-}
 
 #[test]
 fn the_module_answers_each_review_as_it_did_in_the_cluster() {

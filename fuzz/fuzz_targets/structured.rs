@@ -135,6 +135,8 @@ fuzz_target!(|case: Case| {
     let sender = Sender {
         username: username.map(String::from),
         earlier: old.clone().filter(|_| case.operation == Operation::Update),
+        // The Pods drawn here name no owner and no node.
+        made_by: None,
     };
     let verdict = annotations_policy::decide(payload.to_string().as_bytes());
     if case.operation == Operation::Delete {

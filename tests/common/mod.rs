@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod recorded;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;

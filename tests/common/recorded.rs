@@ -1,0 +1,102 @@
+//! What a real control plane sent the policy's webhooks, as `cluster/run`
+//! records it in `test_data/cluster/recorded/<release>/`: each review with
+//! the verdicts its webhooks gave (`index.json`).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::root;
+
+/// The README's recommended settings, as cluster/harness registers them.
+pub const RECOMMENDED: [(&str, &str); 3] = [
+    (
+        "owner-required",
+        r#"{"criteria":"containsAllOf","values":["example.com/owner"]}"#,
+    ),
+    (
+        "allowlist",
+        r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"]}"#,
+    ),
+    (
+        "denylist",
+        r#"{"criteria":"doesNotContainAnyOf","values":["example.com/debug","example.com/skip-*"]}"#,
+    ),
+];
+
+/// The user the harness acts as (kubeadm's administrator).
+pub const ADMIN: &str = "kubernetes-admin";
+
+pub struct Recording {
+    pub release: String,
+    pub file: String,
+    pub request: Value,
+    pub text: String,
+    pub verdicts: Value,
+}
+
+impl Recording {
+    pub fn user(&self) -> &str {
+        self.request["userInfo"]["username"].as_str().unwrap()
+    }
+
+    pub fn name(&self) -> String {
+        format!("{}/{}", self.release, self.file)
+    }
+}
+
+pub fn releases() -> Vec<PathBuf> {
+    let dir = root().join("test_data/cluster/recorded");
+    let mut releases: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("test_data/cluster/recorded")
+        .map(|entry| entry.expect("an entry").path())
+        .collect();
+    releases.sort();
+    releases
+}
+
+pub fn recordings() -> Vec<Recording> {
+    let mut all = Vec::new();
+    for dir in releases() {
+        let release = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let index: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("index.json")).expect("index.json"))
+                .expect("index.json is JSON");
+        let settings: Vec<(String, String)> = index["settings"]
+            .as_object()
+            .expect("settings")
+            .iter()
+            .map(|(id, s)| (id.clone(), s.to_string()))
+            .collect();
+        for (id, text) in RECOMMENDED {
+            let recorded = settings.iter().find(|(i, _)| i == id).expect(id);
+            let parsed: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(recorded.1, parsed.to_string(), "{release}: {id}");
+        }
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|f| f != "index.json")
+            .collect();
+        files.sort();
+        let verdicts = index["verdicts"].as_object().expect("verdicts");
+        let indexed: Vec<String> = verdicts.keys().cloned().collect();
+        assert_eq!(files, indexed, "{release}: files and index differ");
+        for file in files {
+            let review: Value =
+                serde_json::from_slice(&std::fs::read(dir.join(&file)).unwrap()).expect(&file);
+            assert_eq!(review["apiVersion"], "admission.k8s.io/v1", "{file}");
+            assert_eq!(review["kind"], "AdmissionReview", "{file}");
+            let request = review["request"].clone();
+            all.push(Recording {
+                release: release.clone(),
+                text: request.to_string(),
+                request,
+                verdicts: verdicts[&file].clone(),
+                file,
+            });
+        }
+    }
+    assert!(!all.is_empty());
+    all
+}
