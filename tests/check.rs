@@ -180,12 +180,17 @@ fn json_for_machines() {
 /// Under the allowlist, the job controller's index on an Indexed Job's
 /// Pod counts as Kubernetes' own because the check sends that Pod as the
 /// job controller; the same key on a Pod of the input, sent by a user,
-/// does not.
+/// does not, even where the Pod names a Job as its controller. The same
+/// Pod as a cluster holds it (with a `uid`) is judged as the audit scanner
+/// sends it, and there its Job owner counts.
 #[test]
 fn keys_a_controller_writes_count_only_in_its_requests() {
+    let owner = "ownerReferences: [{apiVersion: batch/v1, kind: Job, name: render, uid: u1, controller: true}]";
     let (finished, report) = check_text(
         "writers",
-        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: render\n  namespace: shop\nspec:\n  completionMode: Indexed\n  completions: 2\n  template:\n    metadata: {annotations: {example.com/owner: me}}\n    spec: {restartPolicy: Never, containers: [{name: r, image: r}]}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: posing\n  namespace: shop\n  annotations: {example.com/owner: me, batch.kubernetes.io/job-completion-index: '0'}\nspec: {containers: [{name: r, image: r}]}\n",
+        &format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: render\n  namespace: shop\nspec:\n  completionMode: Indexed\n  completions: 2\n  template:\n    metadata: {{annotations: {{example.com/owner: me}}}}\n    spec: {{restartPolicy: Never, containers: [{{name: r, image: r}}]}}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: posing\n  namespace: shop\n  annotations: {{example.com/owner: me, batch.kubernetes.io/job-completion-index: '0'}}\n  {owner}\nspec: {{containers: [{{name: r, image: r}}]}}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: stored\n  namespace: shop\n  uid: 5a1c\n  annotations: {{example.com/owner: me, batch.kubernetes.io/job-completion-index: '0'}}\n  {owner}\nspec: {{containers: [{{name: r, image: r}}]}}\n"
+        ),
         settings(json!({"criteria": "doesNotContainOtherThan", "values": ["example.com/*"]})),
     );
     let verdicts: Vec<(String, bool)> = report["results"]
@@ -205,10 +210,12 @@ fn keys_a_controller_writes_count_only_in_its_requests() {
             ("Job shop/render".to_string(), true),
             ("Pod shop/render-0-x7k2p".to_string(), true),
             ("Pod shop/posing".to_string(), false),
+            ("Pod shop/stored".to_string(), true),
         ],
         "{}",
         finished.output
     );
+    assert_eq!(report["audited"], 1, "{}", finished.output);
     let posing = &report["results"][2]["message"];
     assert!(
         posing

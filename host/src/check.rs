@@ -146,6 +146,9 @@ pub struct Outcome {
     pub notes: Vec<manifests::Note>,
     /// Objects the policy's rules or selectors leave out.
     pub not_covered: usize,
+    /// Objects that came from a cluster, judged as the audit scanner sends
+    /// them.
+    pub audited: usize,
     /// Said once each: what the check had to assume.
     pub warnings: Vec<String>,
 }
@@ -217,6 +220,7 @@ impl Checker {
         mut progress: impl FnMut(usize, usize),
     ) -> Result<Outcome, String> {
         let mut outcome = Outcome::default();
+        outcome.warnings.extend(self.policy.unaudited());
         let mut owners = objects::Owners::default();
         let mut namespaces = policies::Namespaces::new();
         let spilling = |e: std::io::Error| format!("cannot keep the objects read on disk: {e}");
@@ -270,7 +274,12 @@ impl Checker {
             }
             Scope::In => {}
         }
-        let request = request(object, group, version, kind, &resource, &candidate);
+        let audited = candidate.made_by.is_none() && stored(object);
+        outcome.audited += usize::from(audited);
+        let request = match audited {
+            true => serde_json::to_vec(&crate::audit::request(object)).unwrap_or_default(),
+            false => request(object, group, version, kind, &resource, &candidate),
+        };
         let (accepted, message) = match &self.policy.judge {
             Judge::Single { .. } => {
                 let verdict = self.instance.validate(&request, &self.settings[0].1)?;
@@ -345,10 +354,26 @@ impl Checker {
 /// How the warning about made-up name suffixes starts.
 const ILLUSTRATIVE: &str = "names ending in";
 
-/// The CREATE request the API server would send for `object`: each object
-/// made from the input comes from its controller's service account
-/// (`objects::CONTROLLERS`), so that keys only a controller writes count
-/// as Kubernetes' own there and nowhere else.
+/// Whether `object` came from a cluster (`kubectl get -o yaml`): it carries
+/// what only a stored object has. (`kubectl create --dry-run -o yaml`
+/// writes `creationTimestamp: null`.)
+fn stored(object: &Value) -> bool {
+    let metadata = &object["metadata"];
+    ["uid", "resourceVersion", "creationTimestamp"]
+        .iter()
+        .any(|field| !metadata[field].is_null())
+}
+
+/// Whoever applies the manifests. Any name but a node's or a controller's
+/// is judged alike; the policy judges a request that names no sender as an
+/// audit.
+const USER: &str = "check";
+
+/// The CREATE request the API server would send for `object`: an object of
+/// the input comes from a user, and each object made from the input from
+/// its controller's service account (`objects::CONTROLLERS`), so that keys
+/// only a controller writes count as Kubernetes' own there and nowhere
+/// else.
 fn request(
     object: &Value,
     group: &str,
@@ -360,7 +385,7 @@ fn request(
     let gvk = json!({"group": group, "version": version, "kind": kind});
     let gvr = json!({"group": group, "version": version, "resource": resource});
     let user = match candidate.made_by {
-        None => json!({}),
+        None => json!({"username": USER, "groups": ["system:authenticated"]}),
         Some(controller) => json!({
             "username": controller.username(),
             "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],

@@ -41,6 +41,16 @@ impl Rule {
         })
     }
 
+    /// Whether the audit scanner keeps the rule: no `*` in its groups,
+    /// versions or resources, and `CREATE` among its operations.
+    fn audited(&self) -> bool {
+        let star = |list: &[String]| list.iter().any(|v| v == "*");
+        !star(&self.api_groups)
+            && !star(&self.api_versions)
+            && !star(&self.resources)
+            && self.operations.iter().any(|o| o == "CREATE")
+    }
+
     /// Whether the rule sends the creation of a `resource` in `group` and
     /// `version` (subresources are never created on their own).
     pub fn covers_creation(&self, group: &str, version: &str, resource: &str) -> bool {
@@ -148,6 +158,8 @@ pub struct Policy {
     object_selector: Option<Selector>,
     /// An AdmissionPolicy's own namespace.
     namespace: Option<String>,
+    /// `spec.backgroundAudit` (true unless the manifest says otherwise).
+    background_audit: bool,
     pub judge: Judge,
 }
 
@@ -172,8 +184,34 @@ impl Policy {
             namespace_selector: None,
             object_selector: None,
             namespace: None,
+            background_audit: true,
             judge: Judge::Single { settings },
         }
+    }
+
+    /// Why Kubewarden's audit scanner will report nothing of this policy,
+    /// if it will not (adm-controller 1.35,
+    /// `internal/audit-scanner/policies/client.go`): `backgroundAudit:
+    /// false`, or no rule left once the scanner drops each rule with `*` in
+    /// its groups, versions or resources and each whose operations do not
+    /// name `CREATE` itself.
+    pub fn unaudited(&self) -> Option<String> {
+        let reason = if !self.background_audit {
+            "it sets `backgroundAudit: false`"
+        } else if self
+            .rules
+            .as_ref()
+            .is_some_and(|rules| !rules.iter().any(Rule::audited))
+        {
+            "the audit scanner skips each of its rules (a rule with `*` in its \
+             apiGroups, apiVersions or resources, or without `CREATE` in its operations)"
+        } else {
+            return None;
+        };
+        Some(format!(
+            "{}: {reason}, so its audit will report nothing of the objects a cluster holds",
+            self.name
+        ))
     }
 
     /// A ClusterAdmissionPolicy, AdmissionPolicy or either policy group.
@@ -224,6 +262,7 @@ impl Policy {
             namespace_selector: selector("namespaceSelector"),
             object_selector: selector("objectSelector"),
             namespace,
+            background_audit: spec["backgroundAudit"].as_bool().unwrap_or(true),
             judge,
         })
     }
@@ -471,6 +510,56 @@ mod tests {
 
     /// Settings left out are `{}`, as policy-server sends them; a group's
     /// members keep their names.
+    /// The audit scanner reports nothing of a policy with
+    /// `backgroundAudit: false`, or whose every rule it drops.
+    #[test]
+    fn a_policy_the_audit_will_not_report_is_named() {
+        let rule = |groups: &str, resources: &str, operations: Value| json!({"apiGroups": [groups], "apiVersions": ["v1"], "resources": [resources], "operations": operations});
+        let module = json!({"module": "m", "settings": {}});
+        let spec = |rules: Vec<Value>, extra: Value| {
+            let mut spec = json!({"rules": rules});
+            spec.as_object_mut()
+                .unwrap()
+                .extend(module.as_object().unwrap().clone());
+            spec.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            spec
+        };
+        let pods = rule("", "pods", json!(["CREATE", "UPDATE"]));
+        assert_eq!(
+            policy(spec(vec![pods.clone()], json!({}))).unaudited(),
+            None
+        );
+        assert_eq!(
+            policy(spec(vec![pods.clone()], json!({"backgroundAudit": true}))).unaudited(),
+            None
+        );
+        let off = policy(spec(vec![pods.clone()], json!({"backgroundAudit": false})));
+        assert!(
+            off.unaudited()
+                .unwrap()
+                .contains("`backgroundAudit: false`")
+        );
+        for skipped in [
+            rule("*", "pods", json!(["CREATE"])),
+            rule("", "*", json!(["CREATE"])),
+            rule("", "pods", json!(["UPDATE"])),
+            rule("", "pods", json!(["*"])),
+        ] {
+            let note = policy(spec(vec![skipped.clone()], json!({}))).unaudited();
+            assert!(
+                note.is_some_and(|n| n.contains("skips each of its rules")),
+                "{skipped}"
+            );
+            // One rule it keeps is enough.
+            assert_eq!(
+                policy(spec(vec![skipped, pods.clone()], json!({}))).unaudited(),
+                None
+            );
+        }
+    }
+
     #[test]
     fn what_a_manifest_declares() {
         let single = json!({"kind": "AdmissionPolicy", "metadata": {"name": "p"}, "spec": {}});

@@ -198,6 +198,9 @@ pub fn summary(outcome: &Outcome) -> String {
         plural(outcome.rows.len(), "object", "objects"),
         outcome.rejected()
     );
+    if outcome.audited > 0 {
+        let _ = write!(line, ", {} judged as an audit", outcome.audited);
+    }
     if outcome.not_covered > 0 {
         let _ = write!(
             line,
@@ -230,6 +233,7 @@ pub fn json(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
     #[derive(serde::Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Report<'o> {
+        audited: usize,
         checked: usize,
         mode: &'o str,
         not_covered: usize,
@@ -260,6 +264,7 @@ pub fn json(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
         source: String,
     }
     let report = Report {
+        audited: outcome.audited,
         checked: outcome.rows.len(),
         mode,
         not_covered: outcome.not_covered,
