@@ -453,11 +453,17 @@ runner_check() {
   done
   run curl -sS --cacert "$dir/cert.pem" -H 'Content-Type: application/json' \
     --data-binary @test_data/cluster/recorded/1.37/pod-create-kubernetes-admin.json "$url/validate/allowlist"
-  kill "$pid"
   [ "$status" -eq 0 ]
   [[ "$output" == '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"allowed":false,'* ]]
   [[ "$output" == *'remove \"kubernetes.io/config.mirror\""'* ]]
-  [ "$(wc -l < "$dir/reviews.jsonl")" -eq 1 ]
+  # The audit scanner's call: the kubelet's mirror Pod, as stored, passes.
+  audit_review cluster/recorded/1.37/pod-create-node.json . > "$dir/audit.json"
+  run curl -sS --cacert "$dir/cert.pem" -H 'Content-Type: application/json' \
+    --data-binary @"$dir/audit.json" "$url/audit/allowlist"
+  kill "$pid"
+  [ "$status" -eq 0 ]
+  [[ "$output" == '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"allowed":true,'* ]]
+  [ "$(wc -l < "$dir/reviews.jsonl")" -eq 2 ]
 }
 
 # The GitHub Action's steps (action.yml), against a local release directory

@@ -3,6 +3,11 @@
 //! as Kubewarden's ValidationRequest (`{"request": …, "settings": …}`) and its
 //! ValidationResponse comes back wrapped in an AdmissionReview response.
 //!
+//! It answers at `/validate/<policy>` (the API server's calls) and at
+//! `/audit/<policy>` (the audit scanner's), alike: policy-server answers an
+//! audit as a validation, without a monitor mode's conversion, which this
+//! server does not have.
+//!
 //! This stands in for policy-server in the cluster tests (`cluster/run`) and
 //! in experiments, and nowhere else: it has no policy group, no mutation, no
 //! metrics, no context-aware calls. Users run policy-server.
@@ -234,6 +239,7 @@ async fn listen(
         })?;
     let app = axum::Router::new()
         .route("/validate/{policy}", post(validate))
+        .route("/audit/{policy}", post(validate))
         .route("/readiness", get(|| async { "ready" }))
         .with_state(shared);
     let handle = axum_server::Handle::new();
@@ -245,7 +251,7 @@ async fn listen(
     let watcher = handle.clone();
     tokio::spawn(async move {
         if let Some(bound) = watcher.listening().await {
-            eprintln!("serve: listening on https://{bound}/validate/<policy>");
+            eprintln!("serve: listening on https://{bound}/validate/<policy> and /audit/<policy>");
         }
     });
     axum_server::bind_rustls(address, tls)
