@@ -50,9 +50,13 @@ pub const FIELD_NAMES: [&str; 4] = [
     "allowKubernetesBookkeeping",
 ];
 
-/// `FIELD_NAMES` as an error message lists them.
-const FIELDS: &str =
-    "`criteria`, `values`, `allowExistingViolations` or `allowKubernetesBookkeeping`";
+/// `FIELD_NAMES` as an error message lists them: "`a`, `b` or `c`". Built
+/// when a field is unknown, which is rare: one list to change, not two.
+fn fields() -> String {
+    let (last, rest) = FIELD_NAMES.split_last().expect("fields have names");
+    let rest: Vec<String> = rest.iter().map(|field| format!("`{field}`")).collect();
+    format!("{} or `{last}`", rest.join(", "))
+}
 
 /// Only an object is taken, and an unknown field is an error: a typo such as
 /// `valuess` must not leave the policy silently misconfigured.
@@ -105,8 +109,9 @@ fn read_raw(r: &mut Reader) -> json::Result<RawSettings> {
             }
             other => {
                 return r.fail(format!(
-                    "unknown field `{}`, expected {FIELDS}",
-                    Abridged(other)
+                    "unknown field `{}`, expected {}",
+                    Abridged(other),
+                    fields()
                 ));
             }
         }
@@ -286,9 +291,29 @@ mod tests {
         }
     }
 
+    /// `read_raw` reads every field `FIELD_NAMES` names, and no other.
+    #[test]
+    fn every_named_field_is_read() {
+        for field in FIELD_NAMES {
+            let error = parse(&format!(r#"{{"{field}":null}}"#)).unwrap_err();
+            assert!(!error.contains("unknown field"), "{field}: {error}");
+        }
+        let error = parse(r#"{"allowEverything":null}"#).unwrap_err();
+        assert!(error.contains("unknown field"), "{error}");
+    }
+
     #[test]
     fn the_unknown_field_message_names_every_field() {
-        let named: Vec<&str> = FIELDS.split('`').skip(1).step_by(2).collect();
+        assert_eq!(
+            fields(),
+            "`criteria`, `values`, `allowExistingViolations` or `allowKubernetesBookkeeping`"
+        );
+        let named: Vec<String> = fields()
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(String::from)
+            .collect();
         assert_eq!(named, FIELD_NAMES);
     }
 
