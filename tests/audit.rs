@@ -1,16 +1,18 @@
-//! Audits of what a real control plane made: each object in the recordings
-//! (`test_data/cluster/recorded/`), sent as Kubewarden's audit scanner
-//! sends what a cluster stores (`policy_host::audit::request`: a CREATE with
-//! no sender and no old object), is judged as admission judged it. The
-//! audit cannot excuse an existing violation: an object the cluster admitted
-//! only as one (the harness makes those before it registers the webhooks)
-//! fails.
+//! Audits of what a real control plane made. Each object the cluster held
+//! after the scenarios, as `cluster/run` sent it to the webhooks' `/audit/`
+//! the way Kubewarden's audit scanner does (`<release>/audit/`), is judged
+//! as recorded: every object passes but those made before the policy that
+//! break it. And each object the cluster admitted (the admission
+//! recordings), sent as the scanner would send it once stored
+//! (`policy_host::audit::request`: a CREATE with no sender and no old
+//! object), is judged as admission judged it; the audit cannot excuse an
+//! existing violation, so an object admitted only as one fails.
 
 mod common;
 
 use std::collections::BTreeMap;
 
-use common::recorded::{RECOMMENDED, recordings};
+use common::recorded::{RECOMMENDED, recordings, releases};
 use common::{policy, validate};
 use serde_json::Value;
 
@@ -144,5 +146,77 @@ fn a_forged_job_pod_fails_its_audit() {
                 .unwrap()
                 .contains("\"batch.kubernetes.io/job-completion-index\"")
         );
+    }
+}
+
+/// The audit `cluster/run` recorded for each release, replayed: the module
+/// answers each object as the webhook did, every object passes each policy
+/// but those created before the policy without their owner, which fail
+/// owner-required, and each release has both.
+#[test]
+fn the_recorded_audits_are_answered_as_in_the_cluster() {
+    let policy = policy();
+    for release in releases() {
+        let dir = release.join("audit");
+        let index: Value = serde_json::from_slice(
+            &std::fs::read(dir.join("index.json"))
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display())),
+        )
+        .unwrap();
+        let verdicts = index["verdicts"].as_object().unwrap();
+        let (mut passed, mut failed) = (0, 0);
+        for (file, recorded) in verdicts {
+            let review: Value =
+                serde_json::from_slice(&std::fs::read(dir.join(file)).unwrap()).unwrap();
+            let request = &review["request"];
+            assert_eq!(request["userInfo"], serde_json::json!({}), "{file}");
+            assert_eq!(request["oldObject"], Value::Null, "{file}");
+            let owned = request["object"]["metadata"]["annotations"]
+                .get("example.com/owner")
+                .is_some();
+            for (id, settings) in RECOMMENDED {
+                let verdict = validate(&policy, &request.to_string(), settings);
+                let name = format!("{}: {file} under {id}", dir.display());
+                assert_eq!(
+                    Value::Bool(verdict.accepted),
+                    recorded[id]["allowed"],
+                    "{name}"
+                );
+                if verdict.accepted {
+                    passed += 1;
+                    continue;
+                }
+                failed += 1;
+                assert_eq!(
+                    verdict.message.as_deref(),
+                    recorded[id]["message"].as_str(),
+                    "{name}"
+                );
+                assert!(
+                    id == "owner-required" && !owned,
+                    "{name}: {:?}",
+                    verdict.message
+                );
+            }
+        }
+        assert!(
+            passed > 0 && failed > 0,
+            "{}: {passed} passed, {failed} failed",
+            dir.display()
+        );
+        // Indexed Jobs' Pods and the kubelet's mirror Pod are among them.
+        for key in [
+            "batch.kubernetes.io/job-completion-index",
+            "kubernetes.io/config.mirror",
+        ] {
+            assert!(
+                verdicts.keys().any(|file| {
+                    let text = std::fs::read_to_string(dir.join(file)).unwrap();
+                    text.contains(&format!("\"{key}\""))
+                }),
+                "{}: no audited object carries {key}",
+                dir.display()
+            );
+        }
     }
 }

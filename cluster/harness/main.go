@@ -57,7 +57,12 @@ type harness struct {
 	server    string
 	admin     string            // the admin's kubeconfig
 	webhooks  map[string]string // policy id → its recording file
-	failures  []string
+	// policy id → its webhook's base URL, which answers /validate/<id>
+	// and /audit/<id>
+	webhookBase map[string]string
+	registered  time.Time // when the webhooks were registered
+	audits      map[string]*audited
+	failures    []string
 }
 
 func main() {
@@ -125,6 +130,7 @@ func (h *harness) run() int {
 		{"refuse what the policy must refuse", h.refusals, false},
 		{"find every object the controllers must make", h.derivedObjects, false},
 		{"find no failed creation", h.noFailedCreate, false},
+		{"audit what the cluster holds, as the audit scanner does", h.audit, false},
 		{"write the recordings", h.writeRecordings, false},
 	}
 	for _, step := range steps {

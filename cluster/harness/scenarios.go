@@ -113,6 +113,11 @@ func (h *harness) registerWebhooks() error {
 	caBundle := h.ca.pem
 	urls := map[string]string{}
 	h.webhooks = map[string]string{}
+	h.webhookBase = map[string]string{}
+	// An object created before now is one the policy never judged: a
+	// second apart, since creation times count whole seconds.
+	time.Sleep(time.Second)
+	h.registered = time.Now().Truncate(time.Second)
 	if h.external != "" {
 		bundle, err := os.ReadFile(h.externalCA)
 		if err != nil {
@@ -120,7 +125,8 @@ func (h *harness) registerWebhooks() error {
 		}
 		caBundle = bundle
 		for _, p := range policies {
-			urls[p.id] = strings.TrimSuffix(h.external, "/") + "/validate/" + p.id
+			h.webhookBase[p.id] = strings.TrimSuffix(h.external, "/")
+			urls[p.id] = h.webhookBase[p.id] + "/validate/" + p.id
 		}
 	} else {
 		cert, key, err := h.ca.serving(h.work, "webhook", "127.0.0.1")
@@ -145,6 +151,7 @@ func (h *harness) registerWebhooks() error {
 				return err
 			}
 			urls[p.id] = base + "/validate/" + p.id
+			h.webhookBase[p.id] = base
 			h.webhooks[p.id] = record
 		}
 	}

@@ -73,9 +73,12 @@ pub fn recordings() -> Vec<Recording> {
             let parsed: Value = serde_json::from_str(text).unwrap();
             assert_eq!(recorded.1, parsed.to_string(), "{release}: {id}");
         }
+        // The reviews of the cluster's admissions; its audit is in `audit/`.
         let mut files: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .map(|e| e.unwrap().path())
+            .filter(|path| path.is_file())
+            .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
             .filter(|f| f != "index.json")
             .collect();
         files.sort();
