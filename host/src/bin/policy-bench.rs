@@ -400,6 +400,13 @@ fn cases(settings: &[u8]) -> Vec<Case> {
             &recorded(APPARMOR_POD),
             OWN_PREFIX_ALLOWLIST,
         ),
+        // Since 0.5.0 an audit (no sender) asks the mirror Pod's owners and
+        // node instead (0.4.0 rejects it unread).
+        judged_by(
+            "mirror pod, audited",
+            &policy_host::audit::request(&recorded(MIRROR_POD)["object"]),
+            OWN_PREFIX_ALLOWLIST,
+        ),
     ]
 }
 
