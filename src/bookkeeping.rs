@@ -32,7 +32,7 @@ pub enum Writer {
     /// The kubelet, on the mirror Pods it creates as `system:node:<name>`.
     Node,
     /// A controller of kube-controller-manager.
-    Controller(Controller),
+    Controller(&'static Controller),
     /// The API server, restating a Pod's AppArmor field (1.30-1.33).
     AppArmorField,
 }
@@ -87,7 +87,7 @@ const fn node(key: &'static str) -> Entry {
 const fn job_controller(key: &'static str) -> Entry {
     Entry {
         key,
-        writer: Writer::Controller(JOB_CONTROLLER),
+        writer: Writer::Controller(&JOB_CONTROLLER),
     }
 }
 
@@ -338,7 +338,7 @@ mod tests {
     /// writer each needs.
     #[test]
     fn the_keys_kubernetes_writes_have_their_writers() {
-        let controller = Writer::Controller(JOB_CONTROLLER);
+        let controller = Writer::Controller(&JOB_CONTROLLER);
         for (key, writer) in [
             (
                 "kubectl.kubernetes.io/last-applied-configuration",

@@ -142,7 +142,7 @@ fn is_node(sender: &str) -> bool {
         .is_some_and(|name| !name.is_empty())
 }
 
-fn is_controller(sender: &str, controller: Controller) -> bool {
+fn is_controller(sender: &str, controller: &Controller) -> bool {
     sender == CONTROLLER_MANAGER
         || sender.strip_prefix(CONTROLLER_ACCOUNT) == Some(controller.account)
 }
@@ -276,7 +276,7 @@ mod tests {
 
     #[test]
     fn controller_keys_come_from_that_controller() {
-        let job = Writer::Controller(JOB_CONTROLLER);
+        let job = Writer::Controller(&JOB_CONTROLLER);
         for sender in [
             "system:serviceaccount:kube-system:job-controller",
             "system:kube-controller-manager",
@@ -311,7 +311,7 @@ mod tests {
             Writer::Node,
             "kubernetes.io/config.hash"
         ));
-        let job = Writer::Controller(JOB_CONTROLLER);
+        let job = Writer::Controller(&JOB_CONTROLLER);
         assert!(!wrote(&from("jane"), Some(old), job, INDEX));
         assert!(!wrote(&from("jane"), Some("{"), Writer::Node, MIRROR));
     }
@@ -340,7 +340,7 @@ mod tests {
     /// that controls it, the job controller's on a Pod a Job controls.
     #[test]
     fn an_audit_asks_the_object_what_made_it() {
-        let job = Writer::Controller(JOB_CONTROLLER);
+        let job = Writer::Controller(&JOB_CONTROLLER);
         for user_info in [Some("{}"), None, Some(r#"{"username":""}"#)] {
             assert!(
                 audited(user_info, "Pod", NODE_N1, "n1").could_have_written(Writer::Node, MIRROR)
@@ -369,7 +369,7 @@ mod tests {
     /// admission always was: the object's owners do not speak for it.
     #[test]
     fn a_named_sender_is_judged_by_its_name_alone() {
-        let job = Writer::Controller(JOB_CONTROLLER);
+        let job = Writer::Controller(&JOB_CONTROLLER);
         for sender in [
             "jane",
             "system:anonymous",
