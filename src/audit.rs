@@ -64,7 +64,7 @@ impl Owner<'_> {
         let group = self
             .api_version
             .as_deref()
-            .map(|version| version.rsplit_once('/').map_or("", |(group, _)| group));
+            .map(|version| version.split_once('/').map_or("", |(group, _)| group));
         group == Some(kind.group) && self.kind.as_deref() == Some(kind.kind)
     }
 }
