@@ -194,28 +194,18 @@ mod tests {
     #[test]
     fn a_job_controls_its_pods_by_its_group_and_kind() {
         let controlled =
-            |owners: String| Stored::read(pod(&owners, None).as_bytes()).controlled_by(JOB);
-        assert!(controlled(format!(
-            "[{}]",
-            owner("batch/v1", "Job", "j", "true")
-        )));
-        assert!(!controlled(format!(
-            "[{}]",
-            owner("batch/v1", "Job", "j", "false")
-        )));
-        assert!(!controlled(format!(
-            "[{}]",
-            owner("example.com/v1", "Job", "j", "true")
-        )));
-        assert!(!controlled(format!(
-            "[{}]",
-            owner("v1", "Job", "j", "true")
-        )));
-        assert!(!controlled(format!(
-            "[{}]",
-            owner("batch/v1", "CronJob", "j", "true")
-        )));
-        assert!(!controlled("null".to_string()));
+            |owners: &str| Stored::read(pod(owners, None).as_bytes()).controlled_by(JOB);
+        for (api_version, kind, controller, controls) in [
+            ("batch/v1", "Job", "true", true),
+            ("batch/v1", "Job", "false", false),
+            ("example.com/v1", "Job", "true", false),
+            ("v1", "Job", "true", false),
+            ("batch/v1", "CronJob", "true", false),
+        ] {
+            let owners = format!("[{}]", owner(api_version, kind, "j", controller));
+            assert_eq!(controlled(&owners), controls, "{owners}");
+        }
+        assert!(!controlled("null"));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use policy_host::check::objects::{Admission, Candidate, Owners, candidates};
+use policy_host::check::objects::{Admission, CONTROLLERS, Candidate, Owners, candidates};
 use serde_json::Value;
 
 fn recorded(name: &str) -> Value {
@@ -69,8 +69,10 @@ fn derived(object: &Value) -> Vec<Candidate> {
     candidates(object, &admission(), &Owners::default())
 }
 
-/// (the recorded object, the recorded objects made from it, in order).
-const CHAINS: [(&str, &[&str]); 7] = [
+/// (the recorded object, the recorded objects made from it, in order):
+/// together they hold every row of `CONTROLLERS` to what that controller
+/// sent a real API server.
+const CHAINS: [(&str, &[&str]); 8] = [
     // A Deployment applied, its ReplicaSet, that ReplicaSet's Pod.
     (DEPLOYMENT, &[ITS_REPLICASET, ITS_POD]),
     // A Deployment installed by Helm, and its ReplicaSet (by hand).
@@ -91,6 +93,10 @@ const CHAINS: [(&str, &[&str]); 7] = [
     ),
     // A CronJob's Job, and a Job's Pod.
     (
+        "1.37/cronjob-create-kubernetes-admin.json",
+        &["1.37/job-create-cronjob-controller.json"],
+    ),
+    (
         "1.37/job-create-cronjob-controller.json",
         &["1.37/pod-create-job-controller-2.json"],
     ),
@@ -98,6 +104,7 @@ const CHAINS: [(&str, &[&str]); 7] = [
 
 #[test]
 fn derived_objects_carry_the_keys_the_controllers_wrote() {
+    let mut held = BTreeSet::new();
     for (from, made) in CHAINS {
         // The recorded object stands for one of the input: no owner.
         let mut root = recorded(from);
@@ -121,6 +128,7 @@ fn derived_objects_carry_the_keys_the_controllers_wrote() {
                 sent["userInfo"]["username"].as_str().unwrap(),
                 "{from} -> {expected}: the controller's identity"
             );
+            held.insert(controller.account);
             let expected = recorded(expected);
             assert_eq!(candidate.object["kind"], expected["kind"], "{from}");
             assert_eq!(
@@ -135,6 +143,9 @@ fn derived_objects_carry_the_keys_the_controllers_wrote() {
             );
         }
     }
+    // Every controller the check derives with, held to a recorded sender.
+    let all: BTreeSet<&str> = CONTROLLERS.iter().map(|c| c.account).collect();
+    assert_eq!(held, all, "a row of CONTROLLERS that no chain holds");
 }
 
 #[test]
