@@ -293,38 +293,17 @@ func (h *harness) writeAudits(dir string) error {
 	}
 	dir = filepath.Join(dir, "audit")
 	if h.compare {
-		text, err := os.ReadFile(filepath.Join(dir, "index.json"))
+		recorded, err := readRecorded(dir, func(review map[string]any, verdicts map[string]verdict) string {
+			return auditKey(&audited{review: review, verdicts: verdicts})
+		})
 		if err != nil {
 			return fmt.Errorf("no audit recorded for %s: %w", h.release, err)
 		}
-		var index struct {
-			Verdicts map[string]map[string]verdict `json:"verdicts"`
-		}
-		if err := json.Unmarshal(text, &index); err != nil {
-			return err
-		}
-		recorded := map[string]string{}
-		for file, verdicts := range index.Verdicts {
-			var review map[string]any
-			text, err := os.ReadFile(filepath.Join(dir, file))
-			if err != nil {
-				return err
-			}
-			if err := json.Unmarshal(text, &review); err != nil {
-				return fmt.Errorf("%s: %w", file, err)
-			}
-			recorded[auditKey(&audited{review: review, verdicts: verdicts})] = file
-		}
+		ran := map[string]bool{}
 		for key := range chosen {
-			if _, ok := recorded[key]; !ok {
-				h.fail("the audit met an object that no recording holds: %s", key)
-			}
+			ran[key] = true
 		}
-		for key, file := range recorded {
-			if _, ok := chosen[key]; !ok {
-				h.fail("the audit no longer meets audit/%s: %s", file, key)
-			}
-		}
+		h.holdToRecorded(recorded, ran, "the audit met an object that no recording holds", "the audit no longer meets the recorded")
 		fmt.Printf("   %d distinct audited objects compared with %s\n", len(chosen), dir)
 		return nil
 	}

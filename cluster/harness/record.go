@@ -114,40 +114,62 @@ func describe(r *received) distinct {
 // distinct requests, each with the same verdicts, or a failure naming what
 // differs (then rerun cluster/run to record anew, and read the diff).
 func (h *harness) compareRecorded(dir string, chosen map[string]*received) error {
-	text, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	recorded, err := readRecorded(dir, func(review map[string]any, verdicts map[string]verdict) string {
+		return describe(&received{review: review, verdicts: verdicts}).key()
+	})
 	if err != nil {
 		return fmt.Errorf("nothing recorded for %s: %w", h.release, err)
+	}
+	ran := map[string]bool{}
+	for key := range chosen {
+		ran[key] = true
+	}
+	h.holdToRecorded(recorded, ran, "the cluster sent a request that no recording holds", "the cluster no longer sends")
+	fmt.Printf("   %d distinct requests compared with %s\n", len(chosen), dir)
+	return nil
+}
+
+// readRecorded reads dir's index.json and each review it names, and keys
+// each file by what tells it apart (keyOf).
+func readRecorded(dir string, keyOf func(map[string]any, map[string]verdict) string) (map[string]string, error) {
+	text, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		return nil, err
 	}
 	var index struct {
 		Verdicts map[string]map[string]verdict `json:"verdicts"`
 	}
 	if err := json.Unmarshal(text, &index); err != nil {
-		return err
+		return nil, err
 	}
 	recorded := map[string]string{}
 	for file, verdicts := range index.Verdicts {
 		var review map[string]any
 		text, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := json.Unmarshal(text, &review); err != nil {
-			return fmt.Errorf("%s: %w", file, err)
+			return nil, fmt.Errorf("%s: %w", file, err)
 		}
-		recorded[describe(&received{review: review, verdicts: verdicts}).key()] = file
+		recorded[keyOf(review, verdicts)] = file
 	}
-	for key := range chosen {
+	return recorded, nil
+}
+
+// holdToRecorded fails on each key this run met that no recording holds
+// (met), and on each recording this run did not meet (gone).
+func (h *harness) holdToRecorded(recorded map[string]string, ran map[string]bool, met, gone string) {
+	for key := range ran {
 		if _, ok := recorded[key]; !ok {
-			h.fail("the cluster sent a request that no recording holds: %s", key)
+			h.fail("%s: %s", met, key)
 		}
 	}
 	for key, file := range recorded {
-		if _, ok := chosen[key]; !ok {
-			h.fail("the cluster no longer sends %s: %s", file, key)
+		if !ran[key] {
+			h.fail("%s %s: %s", gone, file, key)
 		}
 	}
-	fmt.Printf("   %d distinct requests compared with %s\n", len(chosen), dir)
-	return nil
 }
 
 func (d distinct) key() string {
