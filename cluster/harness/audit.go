@@ -184,18 +184,11 @@ func (h *harness) askAudit(client *http.Client, id string, body []byte) (verdict
 	if resp.StatusCode != http.StatusOK {
 		return verdict{}, fmt.Errorf("%s answered %s: %s", url, resp.Status, text)
 	}
-	var answer struct {
-		Response struct {
-			Allowed bool `json:"allowed"`
-			Status  struct {
-				Message string `json:"message"`
-			} `json:"status"`
-		} `json:"response"`
-	}
-	if err := json.Unmarshal(text, &answer); err != nil {
+	v, err := readAnswer(text)
+	if err != nil {
 		return verdict{}, fmt.Errorf("%s: %w", url, err)
 	}
-	return verdict{answer.Response.Allowed, answer.Response.Status.Message}, nil
+	return v, nil
 }
 
 // holdAudits checks the reports, and prints them per policy and kind.
@@ -299,11 +292,7 @@ func (h *harness) writeAudits(dir string) error {
 		if err != nil {
 			return fmt.Errorf("no audit recorded for %s: %w", h.release, err)
 		}
-		ran := map[string]bool{}
-		for key := range chosen {
-			ran[key] = true
-		}
-		h.holdToRecorded(recorded, ran, "the audit met an object that no recording holds", "the audit no longer meets the recorded")
+		holdToRecorded(h, recorded, chosen, "the audit met an object that no recording holds", "the audit no longer meets the recorded")
 		fmt.Printf("   %d distinct audited objects compared with %s\n", len(chosen), dir)
 		return nil
 	}
@@ -315,36 +304,18 @@ func (h *harness) writeAudits(dir string) error {
 		keys = append(keys, key)
 	}
 	sort.Strings(keys)
-	index := map[string]any{}
-	stems := map[string]int{}
+	var recordings []recording
 	for _, key := range keys {
 		a := chosen[key]
 		object := a.review["request"].(map[string]any)["object"].(map[string]any)
 		namespace, _ := object["metadata"].(map[string]any)["namespace"].(string)
 		stem := strings.ToLower(fmt.Sprintf("%s-%s-%s", object["kind"], namespace, auditName(object)))
-		stems[stem]++
-		file := stem + ".json"
-		if stems[stem] > 1 {
-			file = fmt.Sprintf("%s-%d.json", stem, stems[stem])
-		}
-		text, err := json.MarshalIndent(a.review, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, file), append(text, '\n'), 0o644); err != nil {
-			return err
-		}
-		index[file] = a.verdicts
+		recordings = append(recordings, recording{stem, a.review, a.verdicts})
 	}
-	text, err := json.MarshalIndent(map[string]any{
-		"comment":  "Written by cluster/run, never by hand: each distinct object the cluster held after the scenarios, as Kubewarden's audit scanner sends it, and each policy's verdict.",
-		"release":  h.gitVersion,
-		"verdicts": index,
-	}, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "index.json"), append(text, '\n'), 0o644); err != nil {
+	if err := writeRecorded(dir, recordings, map[string]any{
+		"comment": "Written by cluster/run, never by hand: each distinct object the cluster held after the scenarios, as Kubewarden's audit scanner sends it, and each policy's verdict.",
+		"release": h.gitVersion,
+	}); err != nil {
 		return err
 	}
 	fmt.Printf("   %d objects audited, %d distinct, written to %s\n", len(h.audits), len(chosen), dir)

@@ -17,6 +17,22 @@ type verdict struct {
 	Message string `json:"message,omitempty"`
 }
 
+// readAnswer reads the verdict of an AdmissionReview's response.
+func readAnswer(text []byte) (verdict, error) {
+	var answer struct {
+		Response struct {
+			Allowed bool `json:"allowed"`
+			Status  struct {
+				Message string `json:"message"`
+			} `json:"status"`
+		} `json:"response"`
+	}
+	if err := json.Unmarshal(text, &answer); err != nil {
+		return verdict{}, err
+	}
+	return verdict{answer.Response.Allowed, answer.Response.Status.Message}, nil
+}
+
 type received struct {
 	review   map[string]any
 	verdicts map[string]verdict
@@ -53,21 +69,11 @@ func (h *harness) readReviews() (map[string]*received, error) {
 			if user, _ := request["userInfo"].(map[string]any)["username"].(string); user == "" {
 				continue
 			}
-			var answer struct {
-				Response struct {
-					Allowed bool `json:"allowed"`
-					Status  struct {
-						Message string `json:"message"`
-					} `json:"status"`
-				} `json:"response"`
-			}
-			v := verdict{}
-			if err := json.Unmarshal(line.Response, &answer); err != nil {
+			v, err := readAnswer(line.Response)
+			if err != nil {
 				// The webhook answered with an error, which the API server
 				// turns into a refusal.
 				v.Message = "webhook error: " + string(line.Response)
-			} else {
-				v = verdict{answer.Response.Allowed, answer.Response.Status.Message}
 			}
 			same := map[string]any{}
 			for field, value := range request {
@@ -120,11 +126,7 @@ func (h *harness) compareRecorded(dir string, chosen map[string]*received) error
 	if err != nil {
 		return fmt.Errorf("nothing recorded for %s: %w", h.release, err)
 	}
-	ran := map[string]bool{}
-	for key := range chosen {
-		ran[key] = true
-	}
-	h.holdToRecorded(recorded, ran, "the cluster sent a request that no recording holds", "the cluster no longer sends")
+	holdToRecorded(h, recorded, chosen, "the cluster sent a request that no recording holds", "the cluster no longer sends")
 	fmt.Printf("   %d distinct requests compared with %s\n", len(chosen), dir)
 	return nil
 }
@@ -157,16 +159,16 @@ func readRecorded(dir string, keyOf func(map[string]any, map[string]verdict) str
 	return recorded, nil
 }
 
-// holdToRecorded fails on each key this run met that no recording holds
-// (met), and on each recording this run did not meet (gone).
-func (h *harness) holdToRecorded(recorded map[string]string, ran map[string]bool, met, gone string) {
+// holdToRecorded fails on each key this run met (ran) that no recording
+// holds (met), and on each recording this run did not meet (gone).
+func holdToRecorded[T any](h *harness, recorded map[string]string, ran map[string]T, met, gone string) {
 	for key := range ran {
 		if _, ok := recorded[key]; !ok {
 			h.fail("%s: %s", met, key)
 		}
 	}
 	for key, file := range recorded {
-		if !ran[key] {
+		if _, ok := ran[key]; !ok {
 			h.fail("%s %s: %s", gone, file, key)
 		}
 	}
@@ -245,16 +247,47 @@ func (h *harness) writeRecordings() error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	index := map[string]any{}
-	stems := map[string]int{}
+	var recordings []recording
 	for _, key := range keys {
 		r := chosen[key]
 		d := describe(r)
 		stem := strings.ToLower(fmt.Sprintf("%s-%s-%s", d.Kind, d.Operation, d.User))
-		stems[stem]++
-		file := stem + ".json"
-		if stems[stem] > 1 {
-			file = fmt.Sprintf("%s-%d.json", stem, stems[stem])
+		recordings = append(recordings, recording{stem, r.review, r.verdicts})
+	}
+	settings := map[string]json.RawMessage{}
+	for _, p := range policies {
+		settings[p.id] = json.RawMessage(p.settings)
+	}
+	if err := writeRecorded(dir, recordings, map[string]any{
+		"comment":  "Written by cluster/run, never by hand: the distinct AdmissionReviews a real control plane sent the policy's webhooks, and each policy's verdict.",
+		"release":  h.gitVersion,
+		"settings": settings,
+	}); err != nil {
+		return err
+	}
+	fmt.Printf("   %d reviews received, %d distinct, written to %s\n", len(reviews), len(keys), dir)
+	h.summarize(chosen, keys)
+	return h.writeAudits(dir)
+}
+
+// recording is one review to write, named after its stem.
+type recording struct {
+	stem     string
+	review   map[string]any
+	verdicts map[string]verdict
+}
+
+// writeRecorded writes each review into dir as <stem>.json (<stem>-2.json
+// for the second of a stem, and so on), in the order given, and index.json:
+// header, with each file's verdicts under "verdicts".
+func writeRecorded(dir string, recordings []recording, header map[string]any) error {
+	index := map[string]any{}
+	stems := map[string]int{}
+	for _, r := range recordings {
+		stems[r.stem]++
+		file := r.stem + ".json"
+		if stems[r.stem] > 1 {
+			file = fmt.Sprintf("%s-%d.json", r.stem, stems[r.stem])
 		}
 		text, err := json.MarshalIndent(r.review, "", "  ")
 		if err != nil {
@@ -265,25 +298,12 @@ func (h *harness) writeRecordings() error {
 		}
 		index[file] = r.verdicts
 	}
-	settings := map[string]json.RawMessage{}
-	for _, p := range policies {
-		settings[p.id] = json.RawMessage(p.settings)
-	}
-	text, err := json.MarshalIndent(map[string]any{
-		"comment":  "Written by cluster/run, never by hand: the distinct AdmissionReviews a real control plane sent the policy's webhooks, and each policy's verdict.",
-		"release":  h.gitVersion,
-		"settings": settings,
-		"verdicts": index,
-	}, "", "  ")
+	header["verdicts"] = index
+	text, err := json.MarshalIndent(header, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "index.json"), append(text, '\n'), 0o644); err != nil {
-		return err
-	}
-	fmt.Printf("   %d reviews received, %d distinct, written to %s\n", len(reviews), len(keys), dir)
-	h.summarize(chosen, keys)
-	return h.writeAudits(dir)
+	return os.WriteFile(filepath.Join(dir, "index.json"), append(text, '\n'), 0o644)
 }
 
 // summarize prints each distinct request with its verdicts, for the run's
