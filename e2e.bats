@@ -389,7 +389,24 @@ runner_check() {
   [[ "$output" == *"package.json:1: not a Kubernetes object (a mapping, without a \`kind\`): skipped"* ]]
   [[ "$output" == *"Chart.yaml:1: a Helm chart: check what it renders with \`helm template"* ]]
   [[ "$output" != *"broken.yml"* ]]
-  [[ "$output" == *", 2 skipped" ]]
+  [[ "$output" == *", 2 skipped (1 to render first)" ]]
+  runner_check --strict --policy examples/cluster-admission-policy.yaml "$BATS_TEST_DIRNAME/examples/manifests/report.yaml" "$BATS_TEST_TMPDIR/repo"
+  [ "$status" -eq 2 ]
+}
+
+@test "check: a file that parses is judged whole, braces and all, from a path or stdin alike" {
+  if [ ! -x "$BATS_TEST_DIRNAME/target/debug/policy-runner" ]; then
+    skip "the project's runner is not built (cargo test builds it)"
+  fi
+  local file="$BATS_TEST_TMPDIR/rendered.yaml"
+  printf -- '---\n# Source: shop/templates/deployment.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: shop}\nspec:\n  selector: {matchLabels: {app: shop}}\n  template:\n    metadata: {labels: {app: shop}}\n    spec: {containers: [{name: app, image: i, args: ["--format", "{{.Time}}"]}]}\n' > "$file"
+  runner_check --policy examples/cluster-admission-policy.yaml "$file"
+  [ "$status" -eq 1 ]
+  local from_path="${lines[-1]}"
+  run --separate-stderr bash -c "'$BATS_TEST_DIRNAME/target/debug/policy-runner' check '$POLICY' --policy examples/cluster-admission-policy.yaml - < '$file'"
+  [ "$status" -eq 1 ]
+  [ "${lines[-1]}" = "$from_path" ]
+  [[ "$from_path" == "3 objects checked, 3 rejected"* ]]
 }
 
 @test "the runner's command line: help and version on stdout, usage errors exit 2" {

@@ -38,6 +38,7 @@ fn check(
         derive: true,
         format,
         only_rejected: false,
+        strict: false,
     };
     command.run(|_, _| {})
 }
@@ -278,6 +279,7 @@ fn only_rejected_and_github_outputs() {
         derive: true,
         format,
         only_rejected,
+        strict: false,
     };
     // The examples given as a relative path, as in a repository: the
     // workflow commands name files relative to it. (No other test here
@@ -724,7 +726,7 @@ fn a_repository_is_walked_as_a_person_would_check_it() {
             "/chart/Chart.yaml:1: a Helm chart: check what it renders with `helm template RELEASE {} | policy-runner check … -`",
             shown("chart")
         ),
-        "/chart/templates/deployment.yaml:1: a template (it holds `{{`): check what it renders, for a Helm chart with `helm template RELEASE CHART | policy-runner check … -`".to_string(),
+        "/chart/templates/deployment.yaml:1: a template (it holds `{{` and does not parse as YAML): check what it renders, for a Helm chart with `helm template RELEASE CHART | policy-runner check … -`".to_string(),
         format!(
             "/overlays/kustomization.yaml:1: a Kustomization: check what it renders with `kubectl kustomize {} | policy-runner check … -`",
             shown("overlays")
@@ -783,4 +785,160 @@ fn the_readme_shows_what_the_check_prints() {
         .output
         .replace(&format!("{}/", root().display()), "");
     assert_eq!(shown, relative);
+}
+
+/// What `helm template … > rendered.yaml` saves, and an istio-style addon
+/// whose ConfigMap holds a Grafana dashboard: files that hold `{{` and parse,
+/// every object judged. A file that does not parse and holds `{{` is a
+/// template: skipped, noted, counted in the summary as to render first, and
+/// with `strict` the run fails with status 2.
+#[test]
+fn braces_in_files_that_parse_are_content_and_templates_are_counted() {
+    let dir = scratch("braces");
+    std::fs::write(
+        dir.join("rendered.yaml"),
+        "---\n# Source: shop/templates/serviceaccount.yaml\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: shop\n---\n# Source: shop/templates/deployment.yaml\n# image from {{ .Values.image.repository }}\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: shop\n  annotations: {example.com/owner: team-shop}\nspec:\n  selector: {matchLabels: {app: shop}}\n  template:\n    metadata: {labels: {app: shop}, annotations: {example.com/owner: team-shop}}\n    spec:\n      containers:\n      - name: app\n        image: registry.example/shop:1\n        args: [\"--log-format\", \"{{.Time}} {{.Level}}\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("grafana.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dashboards\n  namespace: observability\ndata:\n  mesh.json: |\n    {\"panels\": [{\"targets\": [{\"legendFormat\": \"{{pod}} {{destination_service}}\"}]}]}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: grafana\n  namespace: observability\nspec:\n  selector: {matchLabels: {app: grafana}}\n  template:\n    metadata: {labels: {app: grafana}}\n    spec: {containers: [{name: grafana, image: grafana/grafana:1}]}\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("chart/templates")).unwrap();
+    std::fs::write(
+        dir.join("chart/templates/deployment.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n",
+    )
+    .unwrap();
+    let run = |strict: bool, format: Format| {
+        Command {
+            module: module_path(),
+            inputs: vec![dir.display().to_string()],
+            policy: owner_required(),
+            namespace: None,
+            kubectl_apply: false,
+            derive: false,
+            format,
+            only_rejected: false,
+            strict,
+        }
+        .run(|_, _| {})
+        .unwrap()
+    };
+    let finished = run(false, Format::Json);
+    let report: Value = serde_json::from_str(&finished.output).unwrap();
+    let mut judged = objects(&report);
+    judged.sort_unstable();
+    assert_eq!(
+        judged,
+        [
+            "ConfigMap observability/dashboards",
+            "Deployment default/shop",
+            "Deployment observability/grafana",
+            "ServiceAccount default/shop",
+        ],
+        "{}",
+        finished.output
+    );
+    // Only the grafana Deployment lacks its owner.
+    assert_eq!(finished.status, 1, "{}", finished.output);
+    let notes = report["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0]["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("a template (it holds `{{` and does not parse as YAML)"),
+        "{notes:?}"
+    );
+    assert_eq!(notes[0]["unrendered"], true);
+    let table = run(false, Format::Table).output;
+    assert!(table.contains(", 1 skipped (1 to render first)"), "{table}");
+    assert_eq!(run(true, Format::Json).status, 2);
+}
+
+/// The notes fit the run: an object given twice is warned of, a run that
+/// found no manifests says so, and the monitor-mode note shows only when
+/// something was rejected.
+#[test]
+fn notes_that_fit_the_run() {
+    let pod = |name: &str, owner: bool| {
+        let annotations = match owner {
+            true => "{example.com/owner: me}",
+            false => "{}",
+        };
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, annotations: {annotations}}}\nspec: {{containers: [{{name: c, image: i}}]}}\n"
+        )
+    };
+    let twice = format!(
+        "{}---\n{}---\n{}",
+        pod("a", true),
+        pod("b", true),
+        pod("a", true)
+    );
+    let (_, report) = check_text("twice", &twice, owner_required());
+    assert_eq!(
+        report["warnings"],
+        json!([format!(
+            "Pod default/a is in the input more than once (again at {}): the cluster keeps one object of that name, so each copy is judged as if it were the only one",
+            scratch_file("twice", "manifests.yaml", 11)
+        )])
+    );
+    // The same name in another namespace is another object.
+    let elsewhere = format!(
+        "{}---\n{}",
+        pod("a", true),
+        pod("a", true).replace("name: a,", "name: a, namespace: shop,")
+    );
+    let (_, report) = check_text("elsewhere", &elsewhere, owner_required());
+    assert_eq!(report["warnings"], json!([]));
+
+    let empty = scratch("empty");
+    let finished = check(
+        &module_path(),
+        owner_required(),
+        &[empty.to_str().unwrap()],
+        Format::Json,
+    )
+    .unwrap();
+    let report: Value = serde_json::from_str(&finished.output).unwrap();
+    assert_eq!(finished.status, 0);
+    assert!(
+        report["warnings"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("no manifests found"),
+        "{report}"
+    );
+
+    let monitor = |owner: bool| {
+        let dir = scratch(&format!("monitor-{owner}"));
+        std::fs::write(dir.join("pod.yaml"), pod("a", owner)).unwrap();
+        let policy = PolicySource::Manifest(
+            dir.join("policy.yaml"),
+            json!({
+                "apiVersion": "policies.kubewarden.io/v1", "kind": "ClusterAdmissionPolicy",
+                "metadata": {"name": "owners"},
+                "spec": {"mode": "monitor", "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}], "settings": {"criteria": "containsAllOf", "values": ["example.com/owner"]}},
+            }),
+        );
+        check(
+            &module_path(),
+            policy,
+            &[dir.to_str().unwrap()],
+            Format::Table,
+        )
+        .unwrap()
+        .output
+    };
+    assert!(monitor(false).contains("note: the policy is in monitor mode"));
+    assert!(!monitor(true).contains("monitor mode"), "{}", monitor(true));
+}
+
+/// `file:line` of a file written by `check_text(name, …)`.
+fn scratch_file(name: &str, file: &str, line: usize) -> String {
+    let dir = std::env::temp_dir().join(format!("check-{name}-{}", std::process::id()));
+    format!("{}:{line}", dir.join(file).display())
 }

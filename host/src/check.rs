@@ -58,10 +58,13 @@ pub struct Command {
     pub format: Format,
     /// Print only the rejected objects; the summary counts them all.
     pub only_rejected: bool,
+    /// Fail (exit status 2) when a file was skipped as what a tool renders.
+    pub strict: bool,
 }
 
 /// What a check prints, and its exit status: 0 when nothing is rejected,
-/// 1 when something is, 2 when some input could not be used.
+/// 1 when something is, 2 when some input could not be used (with
+/// `strict`, or was skipped as what a tool renders).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finished {
     pub status: u8,
@@ -107,10 +110,11 @@ impl Command {
             Format::Junit => report::junit(&outcome, &checker.policy().name),
             Format::Sarif => report::sarif(&outcome, mode, &checker.policy().name),
         };
-        let status = match (outcome.unusable.is_empty(), outcome.rejected()) {
-            (false, _) => 2,
-            (true, 0) => 0,
-            (true, _) => 1,
+        let unjudged = !outcome.unusable.is_empty() || (self.strict && outcome.unrendered() > 0);
+        let status = match (unjudged, outcome.rejected()) {
+            (true, _) => 2,
+            (false, 0) => 0,
+            (false, _) => 1,
         };
         Ok(Finished {
             status,
@@ -156,6 +160,11 @@ pub struct Outcome {
 impl Outcome {
     pub fn rejected(&self) -> usize {
         self.rows.iter().filter(|row| !row.accepted).count()
+    }
+
+    /// The files skipped as what a tool renders.
+    pub fn unrendered(&self) -> usize {
+        self.notes.iter().filter(|note| note.unrendered).count()
     }
 }
 
@@ -225,8 +234,12 @@ impl Checker {
         let mut namespaces = policies::Namespaces::new();
         let spilling = |e: std::io::Error| format!("cannot keep the objects read on disk: {e}");
         let mut spill = spill::Spill::new().map_err(spilling)?;
+        let mut identities = Identities::default();
         manifests::read_each(inputs, &mut |input| match input {
             Input::Manifest(manifest) => {
+                if let Some(warning) = identities.again(&manifest, &admission) {
+                    outcome.warnings.push(warning);
+                }
                 owners.learn(&manifest.object);
                 namespaces.extend(policies::namespace(&manifest.object));
                 admission.learn(&manifest.object);
@@ -243,6 +256,14 @@ impl Checker {
                     .map_err(|e| e.to_string())?;
             }
             progress(done + 1, total);
+        }
+        let nothing = outcome.rows.is_empty() && outcome.not_covered == 0;
+        if nothing && outcome.unusable.is_empty() && outcome.notes.is_empty() {
+            outcome.warnings.push(
+                "no manifests found: nothing in the input is a YAML or JSON file of \
+                 Kubernetes objects, so nothing was checked"
+                    .to_string(),
+            );
         }
         Ok(outcome)
     }
@@ -348,6 +369,54 @@ impl Checker {
             annotations,
         });
         Ok(())
+    }
+}
+
+/// The objects of the input by what names them in a cluster, to say when
+/// one is given twice (the second would replace, or be refused as, the
+/// first). Fingerprints, not names: a dump of 100,000 objects costs a few
+/// megabytes less, and two different objects share one a time in 10^10.
+#[derive(Default)]
+struct Identities {
+    seen: std::collections::HashSet<u64>,
+}
+
+impl Identities {
+    /// A warning when `manifest` names an object the input already gave.
+    fn again(&mut self, manifest: &manifests::Manifest, admission: &Admission) -> Option<String> {
+        use std::hash::BuildHasher;
+        let object = &manifest.object;
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
+        let api_version = text(&object["apiVersion"]);
+        let group = api_version.split_once('/').map_or("", |(g, _)| g);
+        let kind = text(&object["kind"]);
+        let name = text(&object["metadata"]["name"]);
+        if name.is_empty() {
+            // A generateName: a new object each time.
+            return None;
+        }
+        let namespace = match object["metadata"]["namespace"].as_str() {
+            Some(namespace) => namespace.to_string(),
+            None if !admission.namespaced(&kind) => String::new(),
+            None => admission.namespace.clone(),
+        };
+        let hashing =
+            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+        if self
+            .seen
+            .insert(hashing.hash_one((group, &kind, &namespace, &name)))
+        {
+            return None;
+        }
+        let place = match namespace.as_str() {
+            "" => name,
+            namespace => format!("{namespace}/{name}"),
+        };
+        Some(format!(
+            "{kind} {place} is in the input more than once (again at {}): the cluster keeps one \
+             object of that name, so each copy is judged as if it were the only one",
+            manifest.source
+        ))
     }
 }
 

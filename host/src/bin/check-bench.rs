@@ -80,6 +80,7 @@ fn run() -> Result<(), String> {
         derive: true,
         format: Format::Json,
         only_rejected: false,
+        strict: false,
     };
     for run in 1..=runs {
         let start = Instant::now();

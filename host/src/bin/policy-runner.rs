@@ -119,6 +119,11 @@ struct CheckArgs {
     /// Print only the rejected objects (the summary still counts them all).
     #[arg(long)]
     only_rejected: bool,
+    /// Exit with status 2 when a file was skipped as what a tool renders (a
+    /// template, a Kustomization, a Helm chart): objects meant for the
+    /// cluster that were not judged.
+    #[arg(long)]
+    strict: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -208,6 +213,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
         derive: !args.no_derived,
         format,
         only_rejected: args.only_rejected,
+        strict: args.strict,
     };
     let mut progress: Option<Progress> = None;
     let finished = command.run(|done, total| {

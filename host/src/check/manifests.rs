@@ -61,6 +61,9 @@ pub struct Unusable {
 pub struct Note {
     pub source: Source,
     pub text: String,
+    /// What a tool renders (a template, a Kustomization, a chart): objects
+    /// meant for the cluster that the check did not judge.
+    pub unrendered: bool,
 }
 
 /// Everything read from the inputs, in order.
@@ -192,6 +195,7 @@ fn walk(dir: &Path, found: &mut dyn FnMut(Input)) -> Vec<PathBuf> {
                             "a link to {}, which holds it: not followed again",
                             ancestor.display()
                         ),
+                        unrendered: false,
                     })),
                     None => found(Input::Unusable(whole(&at, format!("cannot read: {e}")))),
                 }
@@ -211,7 +215,7 @@ fn file_source(file: &str, line: usize) -> Source {
 
 /// Why a file is not read as manifests, and what to run instead: a
 /// Kustomization and a Helm chart describe objects that their tool makes.
-fn rendered_by_a_tool(path: &Path, template: bool) -> Option<String> {
+fn rendered_by_a_tool(path: &Path) -> Option<String> {
     let name = path.file_name()?.to_string_lossy();
     let dir = path
         .parent()
@@ -230,14 +234,12 @@ fn rendered_by_a_tool(path: &Path, template: bool) -> Option<String> {
             "a Helm chart: check what it renders with `helm template RELEASE {dir} | policy-runner check … -`"
         ));
     }
-    if template {
-        return Some(
-            "a template (it holds `{{`): check what it renders, for a Helm chart with `helm template RELEASE CHART | policy-runner check … -`"
-                .to_string(),
-        );
-    }
     None
 }
+
+/// The note on a template: an input that holds `{{` and does not parse.
+const TEMPLATE: &str = "a template (it holds `{{` and does not parse as YAML): check what it \
+     renders, for a Helm chart with `helm template RELEASE CHART | policy-runner check … -`";
 
 fn read_file(path: &Path, found: &mut dyn FnMut(Input)) {
     let name = path.display().to_string();
@@ -269,10 +271,20 @@ fn read_stream(
 ) {
     let mut input = BufReader::new(input);
     let read = stream::scan(&mut input).and_then(|scan| {
-        if let Some(text) = path.and_then(|path| rendered_by_a_tool(path, scan.template)) {
+        // A file is skipped by its name (a Kustomization, a chart), or,
+        // whether it is a file or standard input, as a template.
+        let skipped = match path.and_then(rendered_by_a_tool) {
+            Some(text) => Some(text),
+            None if scan.template && !stream::parses(&mut input, &scan)? => {
+                Some(TEMPLATE.to_string())
+            }
+            None => None,
+        };
+        if let Some(text) = skipped {
             found(Input::Note(Note {
                 source: file_source(file, 1),
                 text,
+                unrendered: true,
             }));
             return Ok(());
         }
@@ -339,6 +351,7 @@ fn take_object(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
                 "not a Kubernetes object ({}, without a `kind`): skipped",
                 what(&value)
             ),
+            unrendered: false,
         }));
         return;
     }
@@ -418,6 +431,62 @@ mod tests {
         let mut read = Inputs::default();
         read_text("m.yaml", text, &mut read);
         read
+    }
+
+    /// What a reading found, its sources left out: the objects, the
+    /// unusable documents' reasons and the notes.
+    fn found(read: &Inputs) -> (Vec<Value>, Vec<String>, Vec<(String, bool)>) {
+        (
+            read.manifests.iter().map(|m| m.object.clone()).collect(),
+            read.unusable.iter().map(|u| u.reason.clone()).collect(),
+            read.notes
+                .iter()
+                .map(|n| (n.text.clone(), n.unrendered))
+                .collect(),
+        )
+    }
+
+    /// A `{{` is content in a file that parses (in a quoted string, a
+    /// comment, a block scalar); a file holding one that does not parse is
+    /// a template, skipped with a note. A file and standard input (read as
+    /// `read_text` reads it) find the same in the same bytes.
+    #[test]
+    fn a_template_is_what_holds_braces_and_does_not_parse() {
+        let parses = [
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: i\n    args: [\"--log-format\", \"{{.Time}}\"]\n",
+            "# rendered from {{ .Values.image }}\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dashboards}\ndata:\n  pods.json: |\n    {\"legendFormat\": \"{{pod}}\"}\n",
+            "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"{{x}}\"}}\n",
+        ];
+        let templates = [
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n",
+            "{{- if .Values.enabled }}\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n{{- end }}\n",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nmetadata:\n  labels:\n    {{- include \"labels\" . | nindent 4 }}\n",
+        ];
+        let dir = std::env::temp_dir().join(format!("templates-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (i, text) in parses.iter().chain(&templates).enumerate() {
+            let path = dir.join(format!("{i}.yaml"));
+            std::fs::write(&path, text).unwrap();
+            let mut from_file = Inputs::default();
+            read_each(&[path.display().to_string()], &mut |input| {
+                from_file.take(input)
+            });
+            let from_stdin = read(text);
+            assert_eq!(found(&from_file), found(&from_stdin), "{text}");
+            let (objects, unusable, notes) = found(&from_stdin);
+            match i < parses.len() {
+                true => {
+                    assert_eq!((objects.len(), notes.len()), (1, 0), "{text}");
+                    assert!(unusable.is_empty(), "{text}: {unusable:?}");
+                }
+                false => {
+                    assert_eq!(objects.len() + unusable.len(), 0, "{text}");
+                    assert_eq!(notes, [(TEMPLATE.to_string(), true)], "{text}");
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -89,7 +89,7 @@ pub fn github(outcome: &Outcome, mode: &str) -> String {
     for warning in &outcome.warnings {
         command("notice", None, "", warning);
     }
-    if mode == "monitor" {
+    if mode == "monitor" && outcome.rejected() > 0 {
         command("notice", None, "", MONITOR);
     }
     out.push_str(&summary(outcome));
@@ -210,6 +210,12 @@ pub fn summary(outcome: &Outcome) -> String {
     }
     if !outcome.notes.is_empty() {
         let _ = write!(line, ", {} skipped", outcome.notes.len());
+        match outcome.unrendered() {
+            0 => {}
+            n => {
+                let _ = write!(line, " ({n} to render first)");
+            }
+        }
     }
     if !outcome.unusable.is_empty() {
         let _ = write!(
@@ -257,6 +263,8 @@ pub fn json(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
     struct JsonNote<'o> {
         note: &'o str,
         source: String,
+        /// What a tool renders, not judged.
+        unrendered: bool,
     }
     #[derive(serde::Serialize)]
     struct JsonUnusable<'o> {
@@ -274,6 +282,7 @@ pub fn json(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
             .map(|n| JsonNote {
                 note: &n.text,
                 source: n.source.to_string(),
+                unrendered: n.unrendered,
             })
             .collect(),
         rejected: outcome.rejected(),

@@ -24,7 +24,7 @@ pub struct Scan {
     spans: Vec<Span>,
     /// Its first content is `{` or `[`: JSON, read whole.
     json_like: bool,
-    /// It holds `{{`: a template, not manifests.
+    /// It holds `{{`: a template, if it does not parse (`parses`).
     pub template: bool,
     /// How deep it nests, were it JSON.
     depth: json::Depth,
@@ -91,6 +91,20 @@ pub fn read(
         }
     }
     Ok(())
+}
+
+/// Whether every document of `input` parses: a file that holds `{{` is a
+/// template only when one does not (a `{{` in a quoted string, a comment or
+/// a block scalar is content). A second pass, for files that hold `{{`
+/// alone: nothing is handed out until the whole file is known to parse.
+pub fn parses(input: &mut (impl BufRead + Seek), scan: &Scan) -> io::Result<bool> {
+    let mut all = true;
+    read(input, scan, &mut |found| {
+        if let Found::Document(_, Err(_)) = found {
+            all = false;
+        }
+    })?;
+    Ok(all)
 }
 
 /// How far reading a document entry by entry went.

@@ -123,7 +123,7 @@ pub fn table_for(
     for warning in &outcome.warnings {
         said(format!("warning: {warning}"));
     }
-    if mode == "monitor" {
+    if mode == "monitor" && outcome.rejected() > 0 {
         said(format!("note: {MONITOR}"));
     }
     out.push_str(&summary(outcome));
