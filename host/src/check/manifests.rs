@@ -355,6 +355,17 @@ fn take_object(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
         }));
         return;
     }
+    if let Some(api_version) = served_by_no_cluster(&value) {
+        found(Input::Note(Note {
+            source,
+            text: format!(
+                "a kustomize configuration (`apiVersion: {api_version}`), which no cluster \
+                 serves: skipped; what it changes shows in what `kubectl kustomize` renders"
+            ),
+            unrendered: false,
+        }));
+        return;
+    }
     match object_problem(&value) {
         None => found(Input::Manifest(Manifest {
             object: value,
@@ -362,6 +373,15 @@ fn take_object(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
         })),
         Some(reason) => found(Input::Unusable(Unusable { source, reason })),
     }
+}
+
+/// The `apiVersion` of a kustomize transformer or generator configuration
+/// (`builtin`, `kustomize.config.k8s.io/…`): input to kustomize, never an
+/// object that a cluster stores.
+fn served_by_no_cluster(value: &Value) -> Option<&str> {
+    let api_version = value.get("apiVersion")?.as_str()?;
+    let group = api_version.split_once('/').map_or(api_version, |(g, _)| g);
+    matches!(group, "builtin" | "kustomize.config.k8s.io").then_some(api_version)
 }
 
 /// Why `value` is not a Kubernetes object, if it is not.
@@ -444,6 +464,22 @@ mod tests {
                 .map(|n| (n.text.clone(), n.unrendered))
                 .collect(),
         )
+    }
+
+    /// kustomize's own configurations are notes, not objects.
+    #[test]
+    fn kustomize_configurations_are_notes() {
+        for api_version in ["builtin", "kustomize.config.k8s.io/v1beta1"] {
+            let read = read(&format!(
+                "apiVersion: {api_version}\nkind: PatchTransformer\nmetadata: {{name: p}}\n"
+            ));
+            assert!(read.manifests.is_empty(), "{api_version}");
+            assert_eq!(read.notes.len(), 1, "{api_version}");
+            assert!(read.notes[0].text.starts_with("a kustomize configuration"));
+        }
+        // A group that merely ends so is someone's API.
+        let read = read("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n");
+        assert_eq!(read.manifests.len(), 1);
     }
 
     /// A `{{` is content in a file that parses (in a quoted string, a
