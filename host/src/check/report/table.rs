@@ -103,9 +103,14 @@ pub fn table_for(
     }
     // The lines under the tables wrap to the same width, their
     // continuations indented.
+    // Only at spaces: a path, a command or a name is never cut (at its
+    // hyphens, say), and one longer than the line has a line of its own.
     let mut said = |text: String| match width {
         Some(width) => {
-            let options = textwrap::Options::new(usize::from(width)).subsequent_indent("  ");
+            let options = textwrap::Options::new(usize::from(width))
+                .subsequent_indent("  ")
+                .word_splitter(textwrap::WordSplitter::NoHyphenation)
+                .break_words(false);
             for line in textwrap::wrap(&text, options) {
                 let _ = writeln!(out, "{line}");
             }
@@ -126,8 +131,7 @@ pub fn table_for(
     if mode == "monitor" && outcome.rejected() > 0 {
         said(format!("note: {MONITOR}"));
     }
-    out.push_str(&summary(outcome));
-    out.push('\n');
+    said(summary(outcome));
     out
 }
 
@@ -249,6 +253,51 @@ mod tests {
             assert!(
                 words.contains("\"deployment.kubernetes.io/revision\""),
                 "{text}"
+            );
+        }
+    }
+
+    /// The lines under the tables, the summary included, fit the width and
+    /// wrap only at spaces: every word of a path or a command comes out
+    /// whole, and one longer than the line stands on a line of its own.
+    #[test]
+    fn the_lines_under_the_tables_wrap_at_spaces_only() {
+        let mut outcome = outcome();
+        let path = "charts/metrics-server/templates/a-rather-long-deployment-name.yaml";
+        outcome.notes.push(crate::check::manifests::Note {
+            source: Source {
+                file: path.to_string(),
+                line: 1,
+                item: None,
+            },
+            text: "a template: check what it renders, for a Helm chart with `helm template RELEASE CHART | policy-runner check … -`".to_string(),
+            unrendered: true,
+        });
+        outcome.not_covered = 1234;
+        outcome.audited = 56;
+        for width in [40u16, 60, 100] {
+            let text = table_for(&outcome, "protect", false, Some(width), false);
+            let tail: Vec<&str> = text
+                .lines()
+                .skip_while(|l| !l.starts_with("note:"))
+                .collect();
+            assert!(!tail.is_empty(), "{text}");
+            for line in &tail {
+                let words = line.split_whitespace().count();
+                assert!(
+                    line.chars().count() <= width as usize || words == 1,
+                    "{width}: {line:?}"
+                );
+            }
+            let words: Vec<&str> = tail.iter().flat_map(|l| l.split_whitespace()).collect();
+            for whole in ["policy-runner", &format!("{path}:1:"), "left", "selectors,"] {
+                assert!(words.contains(&whole), "{width}: {whole} in {tail:#?}");
+            }
+            assert!(
+                words
+                    .join(" ")
+                    .contains("1234 left out by the policy's rules"),
+                "{tail:#?}"
             );
         }
     }
