@@ -456,7 +456,7 @@ runner_check() {
   fi
   run --separate-stderr "$runner" serve "$POLICY" --settings-json '{"criteria":"containsAllOf","values":[]}' --cert x --key y
   [ "$status" -eq 1 ]
-  [[ "$stderr" == *'the settings are not valid'*'`values` is empty'* ]]
+  [[ "$stderr" == *'the settings of the policy are not valid'*'`values` is empty'* ]]
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
     -keyout "$dir/key.pem" -out "$dir/cert.pem" -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
   "$runner" serve "$POLICY" --settings-json "$ALLOWLIST" --listen 127.0.0.1:0 \

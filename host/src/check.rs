@@ -7,7 +7,6 @@
 //! rules, selectors and settings of the policy manifest given (`policies`),
 //! through the compiled module, compiled once.
 
-pub mod expression;
 pub mod manifests;
 pub mod objects;
 pub mod policies;
@@ -18,10 +17,11 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
+use crate::group::Judging;
 use crate::{CompiledPolicy, HostError, Policy as Instance};
 use manifests::{Input, Source};
 use objects::{Admission, Candidate};
-use policies::{Judge, Policy, Scope};
+use policies::{Policy, Scope};
 
 /// Where the policy to apply comes from.
 #[derive(Debug, Clone)]
@@ -176,8 +176,7 @@ pub struct Unusable(pub String);
 pub struct Checker {
     policy: Policy,
     instance: Instance,
-    /// The settings of each member (one for a single policy), as JSON.
-    settings: Vec<(String, Vec<u8>)>,
+    judging: Judging,
 }
 
 impl Checker {
@@ -187,28 +186,11 @@ impl Checker {
         let instance = compiled
             .instantiate()
             .map_err(|e| Unusable(e.to_string()))?;
-        let members: Vec<(String, &Value)> = match &policy.judge {
-            Judge::Single { settings } => vec![(policy.name.clone(), settings)],
-            Judge::Group { members, .. } => members.iter().map(|(n, s)| (n.clone(), s)).collect(),
-        };
-        let mut settings = Vec::new();
-        for (name, value) in members {
-            let bytes = serde_json::to_vec(value).map_err(|e| Unusable(e.to_string()))?;
-            let verdict = instance
-                .validate_settings(&bytes)
-                .map_err(|e| Unusable(e.to_string()))?;
-            if !verdict.valid {
-                return Err(Unusable(format!(
-                    "the settings of {name} are not valid: {}",
-                    verdict.message.unwrap_or_default()
-                )));
-            }
-            settings.push((name, bytes));
-        }
+        let judging = policy.judging(&instance).map_err(Unusable)?;
         Ok(Checker {
             policy,
             instance,
-            settings,
+            judging,
         })
     }
 
@@ -301,52 +283,8 @@ impl Checker {
             true => serde_json::to_vec(&crate::audit::request(object)).unwrap_or_default(),
             false => request(object, group, version, kind, &resource, &candidate),
         };
-        let (accepted, message) = match &self.policy.judge {
-            Judge::Single { .. } => {
-                let verdict = self.instance.validate(&request, &self.settings[0].1)?;
-                (verdict.accepted, verdict.message)
-            }
-            Judge::Group {
-                expression,
-                message,
-                ..
-            } => {
-                // Every member's verdict first: Rhai needs its functions
-                // to own what they answer. Members have no side effects,
-                // so only the calls the expression makes count.
-                let mut verdicts = Vec::with_capacity(self.settings.len());
-                for (name, settings) in &self.settings {
-                    verdicts.push((name.as_str(), self.instance.validate(&request, settings)?));
-                }
-                let answers: Vec<(&str, bool)> =
-                    verdicts.iter().map(|(n, v)| (*n, v.accepted)).collect();
-                let evaluation = expression.evaluate(&answers);
-                let causes: Vec<String> = verdicts
-                    .iter()
-                    .filter(|(name, verdict)| {
-                        !verdict.accepted && evaluation.called.iter().any(|c| c == name)
-                    })
-                    .map(|(name, verdict)| {
-                        format!("{name}: {}", verdict.message.as_deref().unwrap_or_default())
-                    })
-                    .collect();
-                let (accepted, text) = match evaluation.accepted {
-                    Ok(accepted) => (
-                        accepted,
-                        match causes.is_empty() {
-                            true => message.clone(),
-                            false => format!("{message} ({})", causes.join("; ")),
-                        },
-                    ),
-                    // policy-server rejects what its expression fails on.
-                    Err(error) => (
-                        false,
-                        format!("error evaluating policy group expression: {error}"),
-                    ),
-                };
-                (accepted, (!accepted).then_some(text))
-            }
-        };
+        let judged = self.judging.judge(&self.instance, &request)?;
+        let (accepted, message) = (judged.verdict.accepted, judged.line());
         let generated = object["metadata"]["generateName"].is_string();
         if generated && !outcome.warnings.iter().any(|w| w.starts_with(ILLUSTRATIVE)) {
             outcome.warnings.push(format!(

@@ -5,6 +5,7 @@
 
 pub mod audit;
 pub mod check;
+pub mod group;
 pub mod serve;
 
 use std::fmt;

@@ -8,9 +8,13 @@
 //! audit as a validation, without a monitor mode's conversion, which this
 //! server does not have.
 //!
+//! It serves one policy: its settings, or a policy group (`group`), whose
+//! rejection says the group's message, each rejecting member's message in
+//! `status.details.causes` as policy-server puts it there.
+//!
 //! This stands in for policy-server in the cluster tests (`cluster/run`) and
-//! in experiments, and nowhere else: it has no policy group, no mutation, no
-//! metrics, no context-aware calls. Users run policy-server.
+//! in experiments, and nowhere else: it has no mutation, no metrics, no
+//! context-aware calls. Users run policy-server.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -23,14 +27,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::{CompiledPolicy, Policy, ValidationVerdict};
+use crate::check::policies::Policy as Declared;
+use crate::group::{Judged, Judging};
+use crate::{CompiledPolicy, Policy};
 
 /// Where the webhook listens and what it answers with.
 pub struct Options {
     pub module: PathBuf,
-    /// The settings as JSON text; checked with `validate_settings` before
-    /// anything listens, as policy-server refuses to start without them.
-    pub settings: Vec<u8>,
+    /// The policy: its settings, or a group's members. Every member's
+    /// settings are checked with `validate_settings` before anything
+    /// listens, as policy-server refuses to start without them.
+    pub policy: Declared,
     pub listen: SocketAddr,
     /// PEM files of the serving certificate (its chain) and its key.
     pub certificate: PathBuf,
@@ -73,6 +80,22 @@ pub struct Status {
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Details>,
+}
+
+/// A group's rejection: what each member that rejected said.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct Details {
+    pub causes: Vec<Cause>,
+}
+
+/// A member's part, as policy-server names it: the field
+/// `spec.policies.<member>` of the group.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct Cause {
+    pub field: String,
+    pub message: String,
 }
 
 /// Why a review got no answer from the module: the API server hears it as
@@ -85,9 +108,9 @@ pub enum Refusal {
     Module(String),
 }
 
-/// The AdmissionReview that answers `body`, judged by `policy` with
-/// `settings` (a JSON text).
-pub fn answer(policy: &Policy, settings: &[u8], body: &[u8]) -> Result<Value, Refusal> {
+/// The AdmissionReview that answers `body`, judged by `instance` as
+/// `judging` says.
+pub fn answer(instance: &Policy, judging: &Judging, body: &[u8]) -> Result<Value, Refusal> {
     let bad = |reason: String| Refusal::BadReview(reason);
     let review: Review =
         serde_json::from_slice(body).map_err(|e| bad(format!("not an AdmissionReview: {e}")))?;
@@ -105,18 +128,29 @@ pub fn answer(policy: &Policy, settings: &[u8], body: &[u8]) -> Result<Value, Re
     let uid = serde_json::from_str::<RequestUid>(request.get())
         .map_err(|e| bad(format!("the request has no uid: {e}")))?
         .uid;
-    let verdict = policy
-        .validate(request.get().as_bytes(), settings)
+    let judged = judging
+        .judge(instance, request.get().as_bytes())
         .map_err(|e| Refusal::Module(e.to_string()))?;
-    Ok(review_answer(uid, verdict))
+    Ok(review_answer(uid, judged))
 }
 
-fn review_answer(uid: String, verdict: ValidationVerdict) -> Value {
+fn review_answer(uid: String, judged: Judged) -> Value {
+    let Judged { verdict, causes } = judged;
+    let details = (!causes.is_empty()).then(|| Details {
+        causes: causes
+            .into_iter()
+            .map(|c| Cause {
+                field: format!("spec.policies.{}", c.member),
+                message: c.message,
+            })
+            .collect(),
+    });
     let status = match verdict.accepted {
         true => None,
         false => Some(Status {
             message: verdict.message.unwrap_or_default(),
             code: verdict.code,
+            details,
         }),
     };
     let response = Response {
@@ -135,7 +169,7 @@ fn review_answer(uid: String, verdict: ValidationVerdict) -> Value {
 
 struct Shared {
     compiled: CompiledPolicy,
-    settings: Vec<u8>,
+    judging: Judging,
     record: Option<Mutex<File>>,
 }
 
@@ -156,7 +190,7 @@ impl Shared {
                 *slot = Some(policy);
             }
             let policy = slot.as_ref().expect("instantiated above");
-            answer(policy, &self.settings, body)
+            answer(policy, &self.judging, body)
         })
     }
 
@@ -179,16 +213,8 @@ impl Shared {
 /// Checks the settings, then answers reviews until the process is stopped.
 pub fn serve(options: Options) -> Result<(), String> {
     let compiled = CompiledPolicy::from_file(&options.module).map_err(|e| e.to_string())?;
-    let verdict = compiled
-        .instantiate()
-        .and_then(|policy| policy.validate_settings(&options.settings))
-        .map_err(|e| e.to_string())?;
-    if !verdict.valid {
-        return Err(format!(
-            "the settings are not valid: {}",
-            verdict.message.unwrap_or_default()
-        ));
-    }
+    let instance = compiled.instantiate().map_err(|e| e.to_string())?;
+    let judging = options.policy.judging(&instance)?;
     let record = options
         .record
         .as_deref()
@@ -196,7 +222,7 @@ pub fn serve(options: Options) -> Result<(), String> {
         .transpose()?;
     let shared = Arc::new(Shared {
         compiled,
-        settings: options.settings,
+        judging,
         record,
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()

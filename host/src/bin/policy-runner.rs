@@ -48,10 +48,12 @@ enum Command {
     /// Judge every object in the manifests, and the objects the controllers
     /// will make from them, as the policy would. Exit status: 0 when
     /// nothing is rejected, 1 when something is, 2 when some input or the
-    /// settings cannot be used.
+    /// settings cannot be used (with --strict, or a file was skipped as a
+    /// template, a Kustomization or a chart).
     Check(CheckArgs),
     /// Answer AdmissionReview v1 over HTTPS with the module, as
-    /// policy-server does, at `/validate/<policy>`. For the cluster tests and
+    /// policy-server does, at `/validate/<policy>` and `/audit/<policy>`: a
+    /// policy, or a policy group (--policy). For the cluster tests and
     /// experiments only: deploy policy-server to enforce the policy.
     Serve(ServeArgs),
 }
@@ -62,6 +64,11 @@ struct ServeArgs {
     module: PathBuf,
     #[command(flatten)]
     settings: SettingsArgs,
+    /// A ClusterAdmissionPolicy or policy group manifest whose settings (or
+    /// members, expression and message) to serve; its rules and selectors
+    /// are the webhook's registration's business.
+    #[arg(long, conflicts_with_all = ["settings_json", "settings_path"])]
+    policy: Option<PathBuf>,
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1:8443")]
     listen: std::net::SocketAddr,
@@ -226,10 +233,18 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
 }
 
 fn run_serve(args: ServeArgs) -> Result<ExitCode, String> {
-    let settings = settings(&args.settings)?.unwrap_or_else(|| Value::Object(Default::default()));
+    use policy_host::check::policies::Policy;
+    let policy = match &args.policy {
+        Some(path) => Policy::from_manifest(&read_yaml(path)?)
+            .map_err(|e| format!("{}: {e}", path.display()))?,
+        None => Policy::from_settings(
+            settings(&args.settings)?.unwrap_or_else(|| Value::Object(Default::default())),
+            None,
+        ),
+    };
     policy_host::serve::serve(policy_host::serve::Options {
         module: args.module,
-        settings: serde_json::to_vec(&settings).map_err(|e| e.to_string())?,
+        policy,
         listen: args.listen,
         certificate: args.cert,
         key: args.key,

@@ -6,7 +6,8 @@
 
 use serde_json::Value;
 
-use super::expression::Expression;
+use crate::Policy as Instance;
+use crate::group::{Expression, Judging};
 
 /// One rule of a webhook: the objects it sends to the policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -212,6 +213,24 @@ impl Policy {
             "{}: {reason}, so its audit will report nothing of the objects a cluster holds",
             self.name
         ))
+    }
+
+    /// What judges for this policy, each member's settings validated by
+    /// `instance`.
+    pub fn judging(&self, instance: &Instance) -> Result<Judging, String> {
+        match &self.judge {
+            Judge::Single { settings } => Judging::new(
+                instance,
+                &self.name,
+                &[(self.name.clone(), settings.clone())],
+                None,
+            ),
+            Judge::Group {
+                members,
+                expression,
+                message,
+            } => Judging::new(instance, &self.name, members, Some((expression, message))),
+        }
     }
 
     /// A ClusterAdmissionPolicy, AdmissionPolicy or either policy group.

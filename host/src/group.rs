@@ -1,0 +1,306 @@
+//! A policy group, run as policy-server runs a ClusterAdmissionPolicyGroup
+//! (kubewarden-controller's `policy_group_evaluator/evaluator.rs`): each
+//! member is the module with settings of its own; the group's `expression`,
+//! evaluated by Rhai, combines what the members answer.
+//!
+//! The expression runs as policy-server runs it: a raw engine, with only
+//! Rhai's operators and no standard library, each member registered as a
+//! function of no argument that says whether the member accepts, and the
+//! expression run with `eval_expression::<bool>`. A group accepts when that
+//! evaluation succeeds with `true`; it rejects with its `message`, the
+//! message of each member that the expression called and that rejected going
+//! into the response's `status.details.causes`, and rejects (code 500) a
+//! request whose evaluation fails.
+//!
+//! `check` and `serve` both judge through [`Judging`], so that a group says
+//! the same in both.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use crate::{HostError, Policy, ValidationVerdict};
+
+/// What judges a request: one policy's settings, or a group of members.
+#[derive(Debug, Clone)]
+pub enum Judging {
+    /// The settings, as JSON text.
+    Single(Vec<u8>),
+    Group(Group),
+}
+
+/// A policy group ready to judge.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// Each member's name and settings (JSON text), in name order.
+    members: Vec<(String, Vec<u8>)>,
+    expression: Expression,
+    /// The group's `message`, said of each rejection.
+    message: String,
+}
+
+/// A rejecting member's part in a group's rejection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    pub member: String,
+    pub message: String,
+}
+
+/// What a policy or a group answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    /// A group's: accepted, its message (or why its expression failed)
+    /// and code; a single policy's: the module's answer.
+    pub verdict: ValidationVerdict,
+    /// The members that the expression called and that rejected, in name
+    /// order (policy-server lists them in a hash map's order).
+    pub causes: Vec<Cause>,
+}
+
+impl Judged {
+    /// The rejection in one line, the group's message followed by its
+    /// members' in brackets; `None` when accepted.
+    pub fn line(&self) -> Option<String> {
+        if self.verdict.accepted {
+            return None;
+        }
+        let message = self.verdict.message.clone().unwrap_or_default();
+        if self.causes.is_empty() {
+            return Some(message);
+        }
+        let causes: Vec<String> = self
+            .causes
+            .iter()
+            .map(|c| format!("{}: {}", c.member, c.message))
+            .collect();
+        Some(format!("{message} ({})", causes.join("; ")))
+    }
+}
+
+impl Judging {
+    /// One policy's settings, or a group's members with their expression and
+    /// message; every member's settings validated by `instance`, as
+    /// policy-server validates them before it starts. `name` names the
+    /// policy in the error.
+    pub fn new(
+        instance: &Policy,
+        name: &str,
+        members: &[(String, Value)],
+        group: Option<(&Expression, &str)>,
+    ) -> Result<Judging, String> {
+        let mut settings = Vec::with_capacity(members.len());
+        for (member, value) in members {
+            let bytes = serde_json::to_vec(value).map_err(|e| e.to_string())?;
+            let verdict = instance
+                .validate_settings(&bytes)
+                .map_err(|e| e.to_string())?;
+            if !verdict.valid {
+                let whose = match group {
+                    Some(_) => format!("{member} in {name}"),
+                    None => name.to_string(),
+                };
+                return Err(format!(
+                    "the settings of {whose} are not valid: {}",
+                    verdict.message.unwrap_or_default()
+                ));
+            }
+            settings.push((member.clone(), bytes));
+        }
+        Ok(match group {
+            None => Judging::Single(settings.pop().map(|(_, s)| s).unwrap_or_default()),
+            Some((expression, message)) => Judging::Group(Group {
+                members: settings,
+                expression: expression.clone(),
+                message: message.to_string(),
+            }),
+        })
+    }
+
+    /// Judges `request` (an AdmissionRequest's JSON text).
+    pub fn judge(&self, instance: &Policy, request: &[u8]) -> Result<Judged, HostError> {
+        match self {
+            Judging::Single(settings) => Ok(Judged {
+                verdict: instance.validate(request, settings)?,
+                causes: Vec::new(),
+            }),
+            Judging::Group(group) => group.judge(instance, request),
+        }
+    }
+}
+
+impl Group {
+    fn judge(&self, instance: &Policy, request: &[u8]) -> Result<Judged, HostError> {
+        // Every member's verdict first: Rhai needs its functions to own what
+        // they answer. Members have no side effects, so only the calls the
+        // expression makes count.
+        let mut verdicts = Vec::with_capacity(self.members.len());
+        for (name, settings) in &self.members {
+            verdicts.push((name.as_str(), instance.validate(request, settings)?));
+        }
+        let answers: Vec<(&str, bool)> = verdicts.iter().map(|(n, v)| (*n, v.accepted)).collect();
+        let evaluation = self.expression.evaluate(&answers);
+        let (accepted, message, code) = match &evaluation.accepted {
+            Ok(accepted) => (*accepted, self.message.clone(), None),
+            Err(error) => (
+                false,
+                format!("error evaluating policy group expression: {error}"),
+                Some(500),
+            ),
+        };
+        // A failed expression has no causes: policy-server answers it
+        // before it looks at the members.
+        let causes = match evaluation.accepted {
+            Ok(true) | Err(_) => Vec::new(),
+            Ok(false) => verdicts
+                .into_iter()
+                .filter(|(name, verdict)| {
+                    !verdict.accepted && evaluation.called.iter().any(|c| c == name)
+                })
+                .map(|(name, verdict)| Cause {
+                    member: name.to_string(),
+                    message: verdict.message.unwrap_or_default(),
+                })
+                .collect(),
+        };
+        Ok(Judged {
+            verdict: ValidationVerdict {
+                accepted,
+                message: (!accepted).then_some(message),
+                code: if accepted { None } else { code },
+                mutated_object: None,
+                audit_annotations: None,
+                warnings: None,
+            },
+            causes,
+        })
+    }
+}
+
+/// A group's expression, checked as policy-server checks it at start-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expression {
+    text: String,
+}
+
+/// How an evaluation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evaluation {
+    /// `Err`: the expression failed, which policy-server answers with a
+    /// rejection (`error evaluating policy group expression: …`).
+    pub accepted: Result<bool, String>,
+    /// The members the expression called, in the order it called them.
+    pub called: Vec<String>,
+}
+
+impl Expression {
+    /// The expression `text` over `members`, refused where policy-server's
+    /// settings validation refuses it.
+    pub fn parse(text: &str, members: &[&str]) -> Result<Expression, String> {
+        let answers: Vec<(&str, bool)> = members.iter().map(|m| (*m, true)).collect();
+        let expression = Expression {
+            text: text.to_string(),
+        };
+        expression.evaluate(&answers).accepted?;
+        Ok(expression)
+    }
+
+    /// Evaluates the expression where each member answers as `answers`
+    /// says; a member is called, and can reject, only where Rhai calls it.
+    pub fn evaluate(&self, answers: &[(&str, bool)]) -> Evaluation {
+        let mut engine = rhai::Engine::new_raw();
+        let called = Arc::new(Mutex::new(Vec::new()));
+        for (name, accepts) in answers {
+            let (name, accepts, called) = (name.to_string(), *accepts, Arc::clone(&called));
+            engine.register_fn(name.clone(), move || {
+                if let Ok(mut called) = called.lock() {
+                    called.push(name.clone());
+                }
+                accepts
+            });
+        }
+        let accepted = engine
+            .eval_expression::<bool>(&self.text)
+            .map_err(|e| e.to_string());
+        let called = called.lock().map(|c| c.clone()).unwrap_or_default();
+        Evaluation { accepted, called }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(text: &str, answers: &[(&str, bool)]) -> (bool, Vec<String>) {
+        let names: Vec<&str> = answers.iter().map(|(n, _)| *n).collect();
+        let expression = Expression::parse(text, &names).unwrap();
+        let evaluation = expression.evaluate(answers);
+        (evaluation.accepted.unwrap(), evaluation.called)
+    }
+
+    #[test]
+    fn members_combine_and_stop_as_rhai_does() {
+        let members = [("required", false), ("not_denied", true)];
+        assert_eq!(
+            run("required() && not_denied()", &members),
+            (false, vec!["required".into()])
+        );
+        assert_eq!(
+            run("required() || not_denied()", &members),
+            (true, vec!["required".into(), "not_denied".into()])
+        );
+        assert_eq!(
+            run("!required()", &members),
+            (true, vec!["required".into()])
+        );
+        assert_eq!(
+            run("(required() || true) && !(not_denied() && false)", &members),
+            (true, vec!["required".into(), "not_denied".into()])
+        );
+        // && binds tighter than ||.
+        assert!(run("true || required() && false", &members).0);
+    }
+
+    /// What policy-server's engine takes, the check takes, and what it
+    /// refuses, the check refuses: the answers are Rhai's own.
+    #[test]
+    fn expressions_are_taken_or_refused_as_policy_server_does() {
+        let members = ["a", "b"];
+        for taken in [
+            "a() && b()",
+            "2 > 1",
+            "a() == true",
+            "a() != b()",
+            "if a() { b() } else { false }",
+            "(a() || b()) && !false",
+            "a() ^ b()",
+            // Rhai's `&` on booleans: both sides always called.
+            "a() & b()",
+        ] {
+            assert!(
+                Expression::parse(taken, &members).is_ok(),
+                "{taken}: {:?}",
+                Expression::parse(taken, &members)
+            );
+        }
+        for (refused, fragment) in [
+            ("a && b()", "Variable not found: a"),
+            ("a() && c()", "Function not found: c ()"),
+            ("(a()", ""),
+            ("", ""),
+            ("1 + 1", "Output type incorrect"),
+            ("let x = a(); x", ""),
+            ("a(1)", "Function not found: a (i64)"),
+        ] {
+            let error = Expression::parse(refused, &members).unwrap_err();
+            assert!(error.contains(fragment), "{refused}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_member_that_rejects_is_called_only_where_rhai_calls_it() {
+        let expression = Expression::parse("a() || b()", &["a", "b"]).unwrap();
+        let evaluation = expression.evaluate(&[("a", true), ("b", false)]);
+        assert_eq!(evaluation.accepted, Ok(true));
+        assert_eq!(evaluation.called, ["a"]);
+    }
+}
