@@ -481,6 +481,22 @@ runner_check() {
   [ "$status" -eq 0 ]
   [[ "$output" == '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"allowed":true,'* ]]
   [ "$(wc -l < "$dir/reviews.jsonl")" -eq 2 ]
+  # A policy group: its message, and the member that rejected in the causes.
+  "$runner" serve "$POLICY" --policy cluster/policies/owned-and-allowed.yaml --listen 127.0.0.1:0 \
+    --cert "$dir/cert.pem" --key "$dir/key.pem" 2>"$dir/group.log" &
+  pid=$!
+  url=""
+  for _ in $(seq 50); do
+    url=$(sed -n 's#^serve: listening on \(https://[^/]*\)/.*#\1#p' "$dir/group.log")
+    [ -n "$url" ] && break
+    sleep 0.1
+  done
+  run curl -sS --cacert "$dir/cert.pem" -H 'Content-Type: application/json' \
+    --data-binary @test_data/cluster/recorded/1.37/pod-create-kubernetes-admin.json "$url/validate/owned-and-allowed"
+  kill "$pid"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *'"allowed":false,"status":{"details":{"causes":[{"field":"spec.policies.allowed","message":"Pod \"shop/debug-shell\" carries annotations outside'* ]]
+  [[ "$output" == *'}]},"message":"workloads must name their owner and carry no annotation outside example.com/"}'* ]]
 }
 
 # The GitHub Action's steps (action.yml), against a local release directory

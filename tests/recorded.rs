@@ -9,23 +9,10 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::recorded::{ADMIN, RECOMMENDED, Recording, recordings, releases};
-use common::{policy, validate};
+use common::recorded::{ADMIN, RECOMMENDED, Recording, recorded_reviews, recordings, releases};
+use common::{policy, root, validate};
+use policy_host::check::policies::Policy;
 use serde_json::Value;
-
-/// The senders whose requests the recordings must hold, so that a run that
-/// lost one is noticed: each controller the harness runs, and a node.
-const SENDERS: [&str; 9] = [
-    "system:serviceaccount:kube-system:deployment-controller",
-    "system:serviceaccount:kube-system:replicaset-controller",
-    "system:serviceaccount:kube-system:daemon-set-controller",
-    "system:serviceaccount:kube-system:statefulset-controller",
-    "system:serviceaccount:kube-system:job-controller",
-    "system:serviceaccount:kube-system:cronjob-controller",
-    "system:serviceaccount:kube-system:replication-controller",
-    "system:serviceaccount:kube-system:generic-garbage-collector",
-    "system:node:node-1",
-];
 
 #[test]
 fn the_module_answers_each_review_as_it_did_in_the_cluster() {
@@ -52,22 +39,49 @@ fn the_module_answers_each_review_as_it_did_in_the_cluster() {
     }
 }
 
+/// The senders in each release's recordings (the group's included).
+fn senders(release: &std::path::Path) -> BTreeSet<String> {
+    let mut senders = BTreeSet::new();
+    for dir in [release.to_path_buf(), release.join("group")] {
+        for (_, review, _) in recorded_reviews(&dir).1 {
+            let user = review["request"]["userInfo"]["username"].as_str();
+            senders.insert(user.expect("a sender").to_string());
+        }
+    }
+    senders
+}
+
 /// The policy's central promise, held to a real cluster: what the
 /// controllers, the garbage collector and a node send passes every one of
-/// the recommended settings.
+/// the recommended settings. The scenarios `cluster/run` ran, each with the
+/// senders it brings (index.json's table), say whose requests the
+/// recordings must hold, so that a run that lost one is noticed.
 #[test]
 fn what_the_cluster_sends_on_its_own_passes_the_recommended_settings() {
     let recordings = recordings();
     for release in releases() {
-        let release = release.file_name().unwrap().to_string_lossy().into_owned();
-        let senders: BTreeSet<&str> = recordings
-            .iter()
-            .filter(|r| r.release == release)
-            .map(Recording::user)
-            .collect();
-        for sender in SENDERS {
-            assert!(senders.contains(sender), "{release}: nothing from {sender}");
+        let scenarios = recorded_reviews(&release).0["scenarios"].clone();
+        let scenarios = scenarios.as_array().expect("index.json's scenarios");
+        let recorded = senders(&release);
+        let mut expected = BTreeSet::new();
+        for scenario in scenarios {
+            for sender in scenario["senders"].as_array().expect("its senders") {
+                let sender = sender.as_str().unwrap();
+                assert!(
+                    recorded.contains(sender),
+                    "{}: {}: nothing from {sender}",
+                    release.display(),
+                    scenario["name"]
+                );
+                expected.insert(sender);
+            }
         }
+        // Seven controllers, the garbage collector, a node and the user.
+        assert!(
+            expected.len() >= 10 && expected.iter().any(|s| s.starts_with("system:node:")),
+            "{}: {expected:?}",
+            release.display()
+        );
     }
     for recording in recordings.iter().filter(|r| r.user() != ADMIN) {
         for (id, _) in RECOMMENDED {
@@ -273,5 +287,84 @@ fn an_apparmor_key_counts_where_it_restates_the_field() {
             .message
             .unwrap_or_default();
         assert!(message.ends_with(&removal(&[key])), "{what}: {message}");
+    }
+}
+
+const GROUP: &str = "owned-and-allowed";
+
+/// The policy group as `cluster/run` registers it.
+fn group_manifest() -> Value {
+    let path = root().join("cluster/policies/owned-and-allowed.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut documents = policy_host::check::manifests::documents(&text);
+    assert_eq!(documents.len(), 1, "{}", path.display());
+    documents.remove(0).1.expect("YAML")
+}
+
+/// The policy group, held to a real cluster: each review its webhook got
+/// (admissions in `group/`, audits in `group/audit/`) is answered as it was
+/// answered there, the group's message and its members' causes included;
+/// everything the cluster made passes, and each of the two refusals names
+/// the one member that rejected.
+#[test]
+fn the_group_answers_each_review_as_it_did_in_the_cluster() {
+    let instance = policy();
+    let manifest = group_manifest();
+    let judging = Policy::from_manifest(&manifest)
+        .unwrap()
+        .judging(&instance)
+        .unwrap();
+    for release in releases() {
+        for dir in [release.join("group"), release.join("group/audit")] {
+            let (index, reviews) = recorded_reviews(&dir);
+            if !index["settings"].is_null() {
+                assert_eq!(index["settings"][GROUP], manifest, "{}", dir.display());
+            }
+            let mut refused = BTreeSet::new();
+            for (file, review, verdicts) in &reviews {
+                let name = format!("{}/{file}", dir.display());
+                let body = serde_json::to_vec(review).unwrap();
+                let answer = policy_host::serve::answer(&instance, &judging, &body).unwrap();
+                let response = &answer["response"];
+                let recorded = &verdicts[GROUP];
+                assert_eq!(response["allowed"], recorded["allowed"], "{name}");
+                if response["allowed"] == true {
+                    continue;
+                }
+                assert_eq!(response["status"]["message"], recorded["message"], "{name}");
+                let causes = &response["status"]["details"]["causes"];
+                assert_eq!(causes, &recorded["causes"], "{name}");
+                assert_eq!(review["request"]["userInfo"]["username"], ADMIN, "{name}");
+                let members: Vec<String> = causes
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c["field"].as_str().unwrap().to_string())
+                    .collect();
+                let object = review["request"]["name"].as_str().unwrap().to_string();
+                refused.insert((object, members));
+            }
+            let admissions = !index["settings"].is_null();
+            let expected = match admissions {
+                true => BTreeSet::from([
+                    (
+                        "nobody".to_string(),
+                        vec!["spec.policies.owned".to_string()],
+                    ),
+                    (
+                        "traced".to_string(),
+                        vec!["spec.policies.allowed".to_string()],
+                    ),
+                ]),
+                false => BTreeSet::new(),
+            };
+            assert_eq!(refused, expected, "{}", dir.display());
+            assert!(
+                reviews.len() >= 4,
+                "{}: {} reviews",
+                dir.display(),
+                reviews.len()
+            );
+        }
     }
 }

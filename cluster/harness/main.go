@@ -23,19 +23,54 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// policy is one ClusterAdmissionPolicy of the README's recommended set, in
-// protect mode: a webhook of its own, as Kubewarden registers one a policy.
+// policy is one policy in protect mode: a webhook of its own, as Kubewarden
+// registers one a policy.
 type policy struct {
-	id       string
-	settings string
+	id string
+	// The settings, as JSON; or, for a policy group, its manifest (a path
+	// in the repository), served with `policy-runner serve --policy`.
+	settings, manifest string
+	// The one namespace the webhook judges; "" for every namespace but
+	// kube-system (the README's selector) and the groups' namespaces.
+	namespace string
+	// What the audit of an object made before the policy without
+	// example.com/owner must say; "" where such an object passes.
+	lacksOwner string
 }
 
 // The README's recommended settings for workloads, as tests/cluster.rs
 // judges the hand-written requests with them.
 var policies = []policy{
-	{"owner-required", `{"criteria":"containsAllOf","values":["example.com/owner"]}`},
-	{"allowlist", `{"criteria":"doesNotContainOtherThan","values":["example.com/*"]}`},
-	{"denylist", `{"criteria":"doesNotContainAnyOf","values":["example.com/debug","example.com/skip-*"]}`},
+	{id: "owner-required", settings: `{"criteria":"containsAllOf","values":["example.com/owner"]}`,
+		lacksOwner: `lacks required annotations; add "example.com/owner"`},
+	{id: "allowlist", settings: `{"criteria":"doesNotContainOtherThan","values":["example.com/*"]}`},
+	{id: "denylist", settings: `{"criteria":"doesNotContainAnyOf","values":["example.com/debug","example.com/skip-*"]}`},
+}
+
+// group is a ClusterAdmissionPolicyGroup of the owner requirement and the
+// allowlist, alone in its namespace.
+var group = policy{id: "owned-and-allowed", manifest: "cluster/policies/owned-and-allowed.yaml",
+	namespace: "grouped", lacksOwner: "workloads must name their owner"}
+
+// set is webhooks that judge the same requests, and where their
+// recordings go under test_data/cluster/recorded/<release>/.
+type set struct {
+	dir      string
+	policies []policy
+}
+
+var sets = []set{{"", policies}, {"group", []policy{group}}}
+
+func allPolicies() []policy {
+	return append(append([]policy{}, policies...), group)
+}
+
+// judges says whether p's webhook is called for an object in namespace.
+func (p policy) judges(namespace string) bool {
+	if p.namespace != "" {
+		return namespace == p.namespace
+	}
+	return namespace != "kube-system" && namespace != group.namespace
 }
 
 type harness struct {
@@ -111,34 +146,71 @@ func main() {
 	os.Exit(code)
 }
 
+// scenario is a step of the run, with the senders whose requests it must
+// bring to the webhooks (a user, a controller's service account, a node):
+// the harness holds each step to its senders, and index.json carries the
+// table, to which the Rust tests hold the recordings.
+type scenario struct {
+	Name    string   `json:"name"`
+	Senders []string `json:"senders,omitempty"`
+	do      func() error
+	fatal   bool // its failure leaves nothing for the later steps to see
+}
+
+const (
+	admin      = "kubernetes-admin"
+	controller = "system:serviceaccount:kube-system:"
+)
+
+func (h *harness) scenarios() []scenario {
+	return []scenario{
+		{Name: "start the control plane", do: h.startControlPlane, fatal: true},
+		{Name: "read the release", do: h.readRelease, fatal: true},
+		{Name: "create the nodes and namespaces", do: h.prepare, fatal: true},
+		{Name: "create objects before the policy", do: h.beforeThePolicy},
+		{Name: "register the policy's webhooks", do: h.registerWebhooks, fatal: true},
+		{Name: "apply a workload of each kind", do: h.applyWorkloads, Senders: []string{admin,
+			controller + "deployment-controller", controller + "replicaset-controller",
+			controller + "daemon-set-controller", controller + "statefulset-controller",
+			controller + "job-controller", controller + "cronjob-controller",
+			controller + "replication-controller"}},
+		{Name: "hold check's predictions to what the controllers made", do: h.predictions},
+		{Name: "do what a cluster does every day", do: h.everyDay, Senders: []string{admin,
+			controller + "deployment-controller", controller + "replicaset-controller",
+			controller + "daemon-set-controller", controller + "statefulset-controller",
+			controller + "job-controller", controller + "generic-garbage-collector",
+			"system:node:" + nodes[0]}},
+		{Name: "refuse what the policy must refuse", do: h.refusals, Senders: []string{admin}},
+		{Name: "run workloads under a policy group", do: h.grouped, Senders: []string{admin,
+			controller + "deployment-controller", controller + "replicaset-controller",
+			controller + "job-controller"}},
+		{Name: "find every object the controllers must make", do: h.derivedObjects},
+		{Name: "find no failed creation", do: h.noFailedCreate},
+		{Name: "audit what the cluster holds, as the audit scanner does", do: h.audit},
+		{Name: "write the recordings", do: h.writeRecordings},
+	}
+}
+
 func (h *harness) run() int {
 	started := time.Now()
-	// A fatal step's failure leaves nothing for the later ones to see.
-	steps := []struct {
-		name  string
-		do    func() error
-		fatal bool
-	}{
-		{"start the control plane", h.startControlPlane, true},
-		{"read the release", h.readRelease, true},
-		{"create the nodes and namespaces", h.prepare, true},
-		{"create objects before the policy", h.beforeThePolicy, false},
-		{"register the policy's webhooks", h.registerWebhooks, true},
-		{"apply a workload of each kind", h.applyWorkloads, false},
-		{"hold check's predictions to what the controllers made", h.predictions, false},
-		{"do what a cluster does every day", h.everyDay, false},
-		{"refuse what the policy must refuse", h.refusals, false},
-		{"find every object the controllers must make", h.derivedObjects, false},
-		{"find no failed creation", h.noFailedCreate, false},
-		{"audit what the cluster holds, as the audit scanner does", h.audit, false},
-		{"write the recordings", h.writeRecordings, false},
-	}
-	for _, step := range steps {
-		fmt.Printf("== %s\n", step.name)
+	for _, step := range h.scenarios() {
+		fmt.Printf("== %s\n", step.Name)
+		offsets := h.recordedSoFar()
 		if err := step.do(); err != nil {
-			h.fail("%s: %v", step.name, err)
+			h.fail("%s: %v", step.Name, err)
 			if step.fatal {
 				break
+			}
+		}
+		if len(step.Senders) > 0 && h.external == "" {
+			sent, err := h.sendersSince(offsets)
+			if err != nil {
+				h.fail("%s: %v", step.Name, err)
+			}
+			for _, sender := range step.Senders {
+				if !sent[sender] {
+					h.fail("%s: no request from %s reached the webhooks", step.Name, sender)
+				}
 			}
 		}
 	}

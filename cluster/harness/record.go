@@ -11,10 +11,17 @@ import (
 	"strings"
 )
 
-// verdict is one policy's answer to one review, as the webhook gave it.
+// verdict is one policy's answer to one review, as the webhook gave it: a
+// group's rejection names each member that rejected in its causes.
 type verdict struct {
-	Allowed bool   `json:"allowed"`
-	Message string `json:"message,omitempty"`
+	Allowed bool    `json:"allowed"`
+	Message string  `json:"message,omitempty"`
+	Causes  []cause `json:"causes,omitempty"`
+}
+
+type cause struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
 }
 
 // readAnswer reads the verdict of an AdmissionReview's response.
@@ -24,56 +31,102 @@ func readAnswer(text []byte) (verdict, error) {
 			Allowed bool `json:"allowed"`
 			Status  struct {
 				Message string `json:"message"`
+				Details struct {
+					Causes []cause `json:"causes"`
+				} `json:"details"`
 			} `json:"status"`
 		} `json:"response"`
 	}
 	if err := json.Unmarshal(text, &answer); err != nil {
 		return verdict{}, err
 	}
-	return verdict{answer.Response.Allowed, answer.Response.Status.Message}, nil
+	status := answer.Response.Status
+	return verdict{answer.Response.Allowed, status.Message, status.Details.Causes}, nil
+}
+
+// recordedSoFar is how much each webhook has recorded: where the reviews
+// of the next step begin.
+func (h *harness) recordedSoFar() map[string]int64 {
+	offsets := map[string]int64{}
+	for _, path := range h.webhooks {
+		if info, err := os.Stat(path); err == nil {
+			offsets[path] = info.Size()
+		}
+	}
+	return offsets
+}
+
+// sendersSince names the senders of the requests every webhook received
+// after offsets (the harness's dry runs left out).
+func (h *harness) sendersSince(offsets map[string]int64) (map[string]bool, error) {
+	senders := map[string]bool{}
+	for _, path := range h.webhooks {
+		err := eachReview(path, offsets[path], func(request map[string]any, _ json.RawMessage) {
+			if user, _ := request["userInfo"].(map[string]any)["username"].(string); user != "" {
+				senders[user] = true
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return senders, nil
+}
+
+// eachReview hands each review a webhook recorded from offset on, with its
+// answer, to do; dry runs (the harness's own probes) are left out.
+func eachReview(path string, offset int64, do func(request map[string]any, response json.RawMessage)) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	if _, err := file.Seek(offset, 0); err != nil {
+		return err
+	}
+	scanner := bufio.NewScanner(file)
+	scanner.Buffer(make([]byte, 1<<20), 64<<20)
+	for scanner.Scan() {
+		var line struct {
+			Review   map[string]any  `json:"review"`
+			Response json.RawMessage `json:"response"`
+		}
+		if err := json.Unmarshal(scanner.Bytes(), &line); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		request, _ := line.Review["request"].(map[string]any)
+		if request == nil || request["dryRun"] == true {
+			continue
+		}
+		do(request, line.Response)
+	}
+	return scanner.Err()
 }
 
 type received struct {
 	review   map[string]any
 	verdicts map[string]verdict
+	order    int // when the webhooks first received it
 }
 
-// readReviews gathers each review and every policy's answer to it; dry runs
-// (the harness's own probes) are left out. The API server gives each call
-// of each webhook a uid of its own, so the reviews of one request are
-// matched by the rest of their request.
-func (h *harness) readReviews() (map[string]*received, error) {
+// readReviews gathers each review that the webhooks of a set received and
+// each one's answer to it. The API server gives each call of each webhook a
+// uid of its own, so the reviews of one request are matched by the rest of
+// their request.
+func (h *harness) readReviews(of set) (map[string]*received, error) {
 	reviews := map[string]*received{}
-	for id, path := range h.webhooks {
-		file, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		scanner := bufio.NewScanner(file)
-		scanner.Buffer(make([]byte, 1<<20), 64<<20)
-		for scanner.Scan() {
-			var line struct {
-				Review   map[string]any  `json:"review"`
-				Response json.RawMessage `json:"response"`
-			}
-			if err := json.Unmarshal(scanner.Bytes(), &line); err != nil {
-				file.Close()
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			request, _ := line.Review["request"].(map[string]any)
-			if request == nil || request["dryRun"] == true {
-				continue
-			}
+	for _, p := range of.policies {
+		err := eachReview(h.webhooks[p.id], 0, func(request map[string]any, response json.RawMessage) {
 			// The API server names a sender in every request: one with none
 			// is the audit step's, which keeps its own.
 			if user, _ := request["userInfo"].(map[string]any)["username"].(string); user == "" {
-				continue
+				return
 			}
-			v, err := readAnswer(line.Response)
+			v, err := readAnswer(response)
 			if err != nil {
 				// The webhook answered with an error, which the API server
 				// turns into a refusal.
-				v.Message = "webhook error: " + string(line.Response)
+				v.Message = "webhook error: " + string(response)
 			}
 			same := map[string]any{}
 			for field, value := range request {
@@ -83,12 +136,12 @@ func (h *harness) readReviews() (map[string]*received, error) {
 			}
 			text, _ := json.Marshal(same)
 			if reviews[string(text)] == nil {
-				reviews[string(text)] = &received{review: line.Review, verdicts: map[string]verdict{}}
+				review := map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+				reviews[string(text)] = &received{review: review, verdicts: map[string]verdict{}, order: len(reviews)}
 			}
-			reviews[string(text)].verdicts[id] = v
-		}
-		file.Close()
-		if err := scanner.Err(); err != nil {
+			reviews[string(text)].verdicts[p.id] = v
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -119,12 +172,28 @@ func describe(r *received) distinct {
 // compareRecorded holds the committed recordings to this run: the same
 // distinct requests, each with the same verdicts, or a failure naming what
 // differs (then rerun cluster/run to record anew, and read the diff).
-func (h *harness) compareRecorded(dir string, chosen map[string]*received) error {
+func (h *harness) compareRecorded(dir string, chosen map[string]*received, header map[string]any) error {
 	recorded, err := readRecorded(dir, func(review map[string]any, verdicts map[string]verdict) string {
 		return describe(&received{review: review, verdicts: verdicts}).key()
 	})
 	if err != nil {
 		return fmt.Errorf("nothing recorded for %s: %w", h.release, err)
+	}
+	// The settings and the scenarios as this run has them.
+	text, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		return err
+	}
+	var index map[string]any
+	if err := json.Unmarshal(text, &index); err != nil {
+		return err
+	}
+	for _, field := range []string{"settings", "scenarios"} {
+		want, _ := json.Marshal(header[field])
+		got, _ := json.Marshal(index[field])
+		if string(want) != string(got) {
+			h.fail("%s: index.json's %s are not this run's: %s, not %s", dir, field, got, want)
+		}
 	}
 	holdToRecorded(h, recorded, chosen, "the cluster sent a request that no recording holds", "the cluster no longer sends")
 	fmt.Printf("   %d distinct requests compared with %s\n", len(chosen), dir)
@@ -205,26 +274,46 @@ func sender(username string) string {
 }
 
 // writeRecordings writes each distinct review under
-// test_data/cluster/recorded/<release>/ as <kind>-<operation>-<user>.json, and
-// index.json with the settings and every policy's verdict on each.
+// test_data/cluster/recorded/<release>/ as <kind>-<operation>-<user>.json,
+// with index.json: the settings, every policy's verdict on each, and the
+// scenarios with the senders they bring; a set of its own (the group) in a
+// directory of its own beneath. With --compare it holds the committed ones
+// to this run instead.
 func (h *harness) writeRecordings() error {
 	if h.external != "" || (!h.record && !h.compare) {
 		fmt.Println("   not recorded (an external webhook, or --record=false)")
 		return nil
 	}
-	reviews, err := h.readReviews()
+	root := filepath.Join(h.root, "test_data/cluster/recorded", h.release)
+	if !h.compare {
+		if err := os.RemoveAll(root); err != nil {
+			return err
+		}
+	}
+	for _, s := range sets {
+		if err := h.writeSet(s, filepath.Join(root, s.dir)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *harness) writeSet(of set, dir string) error {
+	reviews, err := h.readReviews(of)
 	if err != nil {
 		return err
 	}
 	chosen := map[string]*received{}
 	for _, r := range reviews {
 		request := r.review["request"].(map[string]any)
-		if len(r.verdicts) != len(policies) {
-			h.fail("review %s reached %d of the %d webhooks", request["uid"], len(r.verdicts), len(policies))
+		if len(r.verdicts) != len(of.policies) {
+			h.fail("review %s reached %d of the %d webhooks", request["uid"], len(r.verdicts), len(of.policies))
 		}
 		key := describe(r).key()
-		// Of equal reviews, keep the earliest uid: reruns pick alike.
-		if chosen[key] == nil || request["uid"].(string) < chosen[key].review["request"].(map[string]any)["uid"].(string) {
+		// Of equal reviews, keep the first received: the scenarios run in
+		// their order, so reruns pick the same object (uids are drawn anew
+		// each run, and picking by them flipped between equal objects).
+		if chosen[key] == nil || r.order < chosen[key].order {
 			chosen[key] = r
 		}
 	}
@@ -234,15 +323,39 @@ func (h *harness) writeRecordings() error {
 	}
 	sort.Strings(keys)
 
-	dir := filepath.Join(h.root, "test_data/cluster/recorded", h.release)
+	header := map[string]any{
+		"comment": "Written by cluster/run, never by hand: the distinct AdmissionReviews a real control plane sent the policy's webhooks, and each policy's verdict.",
+		"release": h.gitVersion,
+	}
+	settings := map[string]any{}
+	for _, p := range of.policies {
+		if p.manifest != "" {
+			var manifest map[string]any
+			if err := h.readYAML(p.manifest, &manifest); err != nil {
+				return err
+			}
+			settings[p.id] = manifest
+		} else {
+			settings[p.id] = json.RawMessage(p.settings)
+		}
+	}
+	header["settings"] = settings
+	if of.dir == "" {
+		// The scenarios, each with the senders it brings; the Rust tests
+		// hold the recordings to them.
+		var scenarios []scenario
+		for _, step := range h.scenarios() {
+			if len(step.Senders) > 0 {
+				scenarios = append(scenarios, step)
+			}
+		}
+		header["scenarios"] = scenarios
+	}
 	if h.compare {
-		if err := h.compareRecorded(dir, chosen); err != nil {
+		if err := h.compareRecorded(dir, chosen, header); err != nil {
 			return err
 		}
-		return h.writeAudits(dir)
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return err
+		return h.writeAudits(of, dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -254,20 +367,12 @@ func (h *harness) writeRecordings() error {
 		stem := strings.ToLower(fmt.Sprintf("%s-%s-%s", d.Kind, d.Operation, d.User))
 		recordings = append(recordings, recording{stem, r.review, r.verdicts})
 	}
-	settings := map[string]json.RawMessage{}
-	for _, p := range policies {
-		settings[p.id] = json.RawMessage(p.settings)
-	}
-	if err := writeRecorded(dir, recordings, map[string]any{
-		"comment":  "Written by cluster/run, never by hand: the distinct AdmissionReviews a real control plane sent the policy's webhooks, and each policy's verdict.",
-		"release":  h.gitVersion,
-		"settings": settings,
-	}); err != nil {
+	if err := writeRecorded(dir, recordings, header); err != nil {
 		return err
 	}
 	fmt.Printf("   %d reviews received, %d distinct, written to %s\n", len(reviews), len(keys), dir)
-	h.summarize(chosen, keys)
-	return h.writeAudits(dir)
+	h.summarize(of, chosen, keys)
+	return h.writeAudits(of, dir)
 }
 
 // recording is one review to write, named after its stem.
@@ -308,14 +413,14 @@ func writeRecorded(dir string, recordings []recording, header map[string]any) er
 
 // summarize prints each distinct request with its verdicts, for the run's
 // log and the closing notes.
-func (h *harness) summarize(chosen map[string]*received, keys []string) {
+func (h *harness) summarize(of set, chosen map[string]*received, keys []string) {
 	for _, key := range keys {
 		r := chosen[key]
 		request := r.review["request"].(map[string]any)
 		user, _ := request["userInfo"].(map[string]any)["username"].(string)
 		kind, _ := request["kind"].(map[string]any)["kind"].(string)
 		var said []string
-		for _, p := range policies {
+		for _, p := range of.policies {
 			v := r.verdicts[p.id]
 			word := "accept"
 			if !v.Allowed {

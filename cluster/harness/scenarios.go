@@ -31,7 +31,8 @@ func (h *harness) prepare() error {
 			return err
 		}
 	}
-	for _, namespace := range []string{"shop", "limited"} {
+	namespaces := []string{"shop", "limited", group.namespace}
+	for _, namespace := range namespaces {
 		if _, err := h.kubectl("create", "namespace", namespace); err != nil {
 			return err
 		}
@@ -39,7 +40,7 @@ func (h *harness) prepare() error {
 	// A Pod is admitted only once its namespace's `default` service account
 	// exists, which the serviceaccount controller makes.
 	return eventually(60*time.Second, func() error {
-		for _, namespace := range []string{"shop", "limited"} {
+		for _, namespace := range namespaces {
 			if _, err := h.kubectl("get", "serviceaccount", "default", "-n", namespace); err != nil {
 				return err
 			}
@@ -99,7 +100,8 @@ func items(list map[string]any) []map[string]any {
 // registerWebhooks starts one webhook a policy (policy-runner serve, unless
 // an external one is given) and registers them as Kubewarden's controller
 // would: metadata.yml's rules, failurePolicy Fail, sideEffects None,
-// matchPolicy Equivalent, and the README's namespaceSelector.
+// matchPolicy Equivalent, and the README's namespaceSelector (the group's
+// namespace left out), or the group's.
 func (h *harness) registerWebhooks() error {
 	var metadata struct {
 		Rules []map[string]any `json:"rules"`
@@ -124,7 +126,7 @@ func (h *harness) registerWebhooks() error {
 			return err
 		}
 		caBundle = bundle
-		for _, p := range policies {
+		for _, p := range allPolicies() {
 			h.webhookBase[p.id] = strings.TrimSuffix(h.external, "/")
 			urls[p.id] = h.webhookBase[p.id] + "/validate/" + p.id
 		}
@@ -133,16 +135,19 @@ func (h *harness) registerWebhooks() error {
 		if err != nil {
 			return err
 		}
-		for _, p := range policies {
+		for _, p := range allPolicies() {
 			port, err := freePort()
 			if err != nil {
 				return err
 			}
 			record := filepath.Join(h.work, "reviews-"+p.id+".jsonl")
-			served, err := h.start("webhook-"+p.id, h.runner, "serve", h.module,
-				"--settings-json", p.settings,
+			policy := []string{"--settings-json", p.settings}
+			if p.manifest != "" {
+				policy = []string{"--policy", filepath.Join(h.root, p.manifest)}
+			}
+			served, err := h.start("webhook-"+p.id, h.runner, append(append([]string{"serve", h.module}, policy...),
 				"--listen", fmt.Sprintf("127.0.0.1:%d", port),
-				"--cert", cert, "--key", key, "--record", record)
+				"--cert", cert, "--key", key, "--record", record)...)
 			if err != nil {
 				return err
 			}
@@ -156,7 +161,14 @@ func (h *harness) registerWebhooks() error {
 		}
 	}
 	var webhooks []map[string]any
-	for _, p := range policies {
+	for _, p := range allPolicies() {
+		selector := map[string]any{"matchExpressions": []map[string]any{{
+			"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+			"values": []string{"kube-system", group.namespace},
+		}}}
+		if p.namespace != "" {
+			selector = map[string]any{"matchLabels": map[string]string{"kubernetes.io/metadata.name": p.namespace}}
+		}
 		webhooks = append(webhooks, map[string]any{
 			"name": p.id + ".annotations-policy.test",
 			"clientConfig": map[string]any{
@@ -169,13 +181,7 @@ func (h *harness) registerWebhooks() error {
 			"matchPolicy":             "Equivalent",
 			"admissionReviewVersions": []string{"v1"},
 			"timeoutSeconds":          10,
-			"namespaceSelector": map[string]any{
-				"matchExpressions": []map[string]any{{
-					"key":      "kubernetes.io/metadata.name",
-					"operator": "NotIn",
-					"values":   []string{"kube-system"},
-				}},
-			},
+			"namespaceSelector":       selector,
 		})
 	}
 	configuration, _ := json.Marshal(map[string]any{
@@ -393,6 +399,37 @@ func (h *harness) refusals() error {
 			h.fail("%s was accepted", refusal.what)
 		} else if !strings.Contains(out, refusal.message) {
 			h.fail("%s was refused, but not with %q: %s", refusal.what, refusal.message, out)
+		}
+	}
+	return nil
+}
+
+// grouped runs workloads where the policy group alone judges: the
+// controllers' requests pass it, and what breaks either member is refused
+// with the group's message (the members' own go into the response's
+// causes, which the recordings hold).
+func (h *harness) grouped() error {
+	h.must("apply", "-f", h.manifests("grouped"))
+	for _, wait := range []struct {
+		selector string
+		count    int
+	}{{"app=report", 1}, {"job-name=shards", 2}} {
+		if err := h.waitPods(group.namespace, wait.selector, wait.count); err != nil {
+			h.fail("%v", err)
+		}
+	}
+	h.must("rollout", "restart", "deployment/report", "-n", group.namespace)
+	if err := h.waitPodsAtLeast(group.namespace, "app=report", 1, 2); err != nil {
+		h.fail("%v", err)
+	}
+	denied := `admission webhook "` + group.id + `.annotations-policy.test" denied the request: workloads must name their owner and carry no annotation outside example.com/`
+	for _, file := range []string{"refused/grouped-no-owner.yaml", "refused/grouped-foreign-key.yaml"} {
+		out, err := h.kubectl("apply", "-f", h.manifests(file))
+		fmt.Printf("   %s: %s", file, firstLine(out))
+		if err == nil {
+			h.fail("%s was accepted under the group", file)
+		} else if !strings.Contains(out, denied) {
+			h.fail("%s was refused, but not with %q: %s", file, denied, out)
 		}
 	}
 	return nil

@@ -55,13 +55,44 @@ pub fn releases() -> Vec<PathBuf> {
     releases
 }
 
+/// A directory of recorded reviews (`index.json` and the files it names):
+/// its index, and each review with its verdicts, in file order.
+pub fn recorded_reviews(dir: &std::path::Path) -> (Value, Vec<(String, Value, Value)>) {
+    let index: Value = serde_json::from_slice(
+        &std::fs::read(dir.join("index.json"))
+            .unwrap_or_else(|e| panic!("{}/index.json: {e}", dir.display())),
+    )
+    .expect("index.json is JSON");
+    let verdicts = index["verdicts"].as_object().expect("verdicts");
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|path| path.is_file())
+        .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
+        .filter(|f| f != "index.json")
+        .collect();
+    files.sort();
+    let indexed: Vec<String> = verdicts.keys().cloned().collect();
+    assert_eq!(files, indexed, "{}: files and index differ", dir.display());
+    let reviews = files
+        .into_iter()
+        .map(|file| {
+            let review: Value = serde_json::from_slice(&std::fs::read(dir.join(&file)).unwrap())
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(review["apiVersion"], "admission.k8s.io/v1", "{file}");
+            assert_eq!(review["kind"], "AdmissionReview", "{file}");
+            let verdicts = verdicts[&file].clone();
+            (file, review, verdicts)
+        })
+        .collect();
+    (index, reviews)
+}
+
 pub fn recordings() -> Vec<Recording> {
     let mut all = Vec::new();
     for dir in releases() {
         let release = dir.file_name().unwrap().to_string_lossy().into_owned();
-        let index: Value =
-            serde_json::from_slice(&std::fs::read(dir.join("index.json")).expect("index.json"))
-                .expect("index.json is JSON");
+        let (index, reviews) = recorded_reviews(&dir);
         let settings: Vec<(String, String)> = index["settings"]
             .as_object()
             .expect("settings")
@@ -73,29 +104,15 @@ pub fn recordings() -> Vec<Recording> {
             let parsed: Value = serde_json::from_str(text).unwrap();
             assert_eq!(recorded.1, parsed.to_string(), "{release}: {id}");
         }
-        // The reviews of the cluster's admissions; its audit is in `audit/`.
-        let mut files: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|path| path.is_file())
-            .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
-            .filter(|f| f != "index.json")
-            .collect();
-        files.sort();
-        let verdicts = index["verdicts"].as_object().expect("verdicts");
-        let indexed: Vec<String> = verdicts.keys().cloned().collect();
-        assert_eq!(files, indexed, "{release}: files and index differ");
-        for file in files {
-            let review: Value =
-                serde_json::from_slice(&std::fs::read(dir.join(&file)).unwrap()).expect(&file);
-            assert_eq!(review["apiVersion"], "admission.k8s.io/v1", "{file}");
-            assert_eq!(review["kind"], "AdmissionReview", "{file}");
+        // The reviews of the cluster's admissions; its audit is in `audit/`,
+        // the policy group's in `group/`.
+        for (file, review, verdicts) in reviews {
             let request = review["request"].clone();
             all.push(Recording {
                 release: release.clone(),
                 text: request.to_string(),
                 request,
-                verdicts: verdicts[&file].clone(),
+                verdicts,
                 file,
             });
         }

@@ -385,7 +385,12 @@ mod tests {
         .iter()
         .map(|file| root.join(file))
         .collect();
-        for dir in ["examples", "cluster/manifests", ".github"] {
+        for dir in [
+            "examples",
+            "cluster/manifests",
+            "cluster/policies",
+            ".github",
+        ] {
             for entry in walkdir::WalkDir::new(root.join(dir)) {
                 let path = entry.unwrap().into_path();
                 if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
