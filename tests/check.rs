@@ -235,7 +235,7 @@ fn keys_a_controller_writes_count_only_in_its_requests() {
 fn names_and_scope_are_the_clusters() {
     let long = "a".repeat(60);
     let text = format!(
-        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: widgets.example.com}}\nspec:\n  group: example.com\n  scope: Cluster\n  names: {{kind: Widget, plural: widgets}}\n  versions: [{{name: v1, served: true, storage: true}}]\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w, namespace: ignored}}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: reader, namespace: ignored}}\n---\napiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {{name: {long}, namespace: shop}}\nspec: {{template: {{metadata: {{}}, spec: {{containers: [{{name: c, image: i}}]}}}}}}\n"
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: widgets.example.com}}\nspec:\n  group: example.com\n  scope: Cluster\n  names: {{kind: Widget, plural: widgets}}\n  versions: [{{name: v1, served: true, storage: true}}]\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w, namespace: ignored}}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: reader, namespace: ignored}}\n---\napiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {{name: {long}, namespace: shop}}\nspec: {{selector: {{matchLabels: {{app: a}}}}, template: {{metadata: {{}}, spec: {{containers: [{{name: c, image: i}}]}}}}}}\n"
     );
     let (finished, report) = check_text(
         "names",
@@ -486,7 +486,7 @@ fn a_policy_group_with_its_expression() {
     let dir = scratch("group");
     std::fs::write(
         dir.join("debug.yaml"),
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: debugged\n  namespace: shop\n  annotations: {example.com/owner: me, example.com/debug: 'on'}\nspec: {template: {metadata: {}}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: orphan\n  namespace: shop\nspec: {template: {metadata: {}}}\n",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: debugged\n  namespace: shop\n  annotations: {example.com/owner: me, example.com/debug: 'on'}\nspec: {selector: {matchLabels: {app: d}}, template: {metadata: {}, spec: {containers: [{name: c, image: i}]}}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: orphan\n  namespace: shop\nspec: {selector: {matchLabels: {app: o}}, template: {metadata: {}, spec: {containers: [{name: c, image: i}]}}}\n",
     )
     .unwrap();
     let finished = check(

@@ -395,14 +395,56 @@ fn object_problem(value: &Value) -> Option<String> {
         (None, _) => Some("not a Kubernetes object: no `apiVersion`".to_string()),
         (Some(_), Some(_)) => match object.get("metadata") {
             Some(Value::Object(metadata)) => match metadata.get("name") {
-                Some(Value::String(name)) if !name.is_empty() => strings_only(metadata),
+                Some(Value::String(name)) if !name.is_empty() => {
+                    strings_only(metadata).or_else(|| incomplete(object))
+                }
                 _ if metadata.get("generateName").is_some_and(Value::is_string) => {
-                    strings_only(metadata)
+                    strings_only(metadata).or_else(|| incomplete(object))
                 }
                 _ => Some("no `metadata.name`".to_string()),
             },
             _ => Some("no `metadata`".to_string()),
         },
+    }
+}
+
+/// What a workload lacks of the fields its kind requires, which the API
+/// server refuses it without (a kustomize patch looks so): `spec.selector`
+/// where apps/v1 requires one, and a pod template with a container. It
+/// would derive nothing real, so it is not judged.
+fn incomplete(object: &serde_json::Map<String, Value>) -> Option<String> {
+    let api_version = object.get("apiVersion")?.as_str()?;
+    let kind = object.get("kind")?.as_str()?;
+    let spec = object.get("spec").unwrap_or(&Value::Null);
+    let (selector, containers) = match (api_version, kind) {
+        ("apps/v1", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") => {
+            (true, "spec.template.spec.containers")
+        }
+        ("batch/v1", "Job") | ("v1", "ReplicationController") => {
+            (false, "spec.template.spec.containers")
+        }
+        ("batch/v1", "CronJob") => (false, "spec.jobTemplate.spec.template.spec.containers"),
+        ("v1", "Pod") => (false, "spec.containers"),
+        _ => return None,
+    };
+    let mut missing = Vec::new();
+    if selector && !spec["selector"].is_object() {
+        missing.push("`spec.selector`".to_string());
+    }
+    let listed = containers
+        .split('.')
+        .skip(1)
+        .fold(spec, |value, field| &value[field]);
+    if listed.as_array().is_none_or(|list| list.is_empty()) {
+        missing.push(format!("a container in `{containers}`"));
+    }
+    match missing.is_empty() {
+        true => None,
+        false => Some(format!(
+            "a {kind} without {}, which the API server refuses: not judged (a kustomize \
+             patch? check what `kubectl kustomize` renders)",
+            missing.join(" or ")
+        )),
     }
 }
 
@@ -464,6 +506,35 @@ mod tests {
                 .map(|n| (n.text.clone(), n.unrendered))
                 .collect(),
         )
+    }
+
+    /// A workload without what its kind requires (a kustomize patch) is
+    /// unusable, naming what it lacks; with it, an object.
+    #[test]
+    fn a_workload_without_its_required_fields_is_unusable() {
+        let patch = read(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n",
+        );
+        assert!(patch.manifests.is_empty());
+        assert_eq!(
+            patch.unusable[0].reason,
+            "a Deployment without `spec.selector` or a container in \
+             `spec.template.spec.containers`, which the API server refuses: not judged (a \
+             kustomize patch? check what `kubectl kustomize` renders)"
+        );
+        let cron = read("apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec: {}\n");
+        assert!(
+            cron.unusable[0]
+                .reason
+                .contains("`spec.jobTemplate.spec.template.spec.containers`")
+        );
+        let whole = read(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template: {spec: {containers: [{name: c, image: i}]}}\n",
+        );
+        assert_eq!((whole.manifests.len(), whole.unusable.len()), (1, 0));
+        // Another API's Deployment is not Kubernetes'.
+        let other = read("apiVersion: example.com/v1\nkind: Deployment\nmetadata: {name: w}\n");
+        assert_eq!(other.manifests.len(), 1);
     }
 
     /// kustomize's own configurations are notes, not objects.
@@ -552,6 +623,7 @@ items:
 - apiVersion: v1
   kind: Pod
   metadata: {name: b, namespace: x}
+  spec: {containers: [{name: c, image: i}]}
 - just a string
 ---
 - a
@@ -563,6 +635,7 @@ metadata: {name: c}
 kind: Pod
 apiVersion: v1
 metadata: {generateName: d-}
+spec: {containers: [{name: c, image: i}]}
 ---
 a: [unclosed
 ";
@@ -588,8 +661,8 @@ a: [unclosed
             "m.yaml:7 (List item 1): not a Kubernetes object: a string"
         );
         assert!(
-            problems[1].starts_with("m.yaml:26: not YAML")
-                && problems[1].contains("flow sequence at line 25 column 4"),
+            problems[1].starts_with("m.yaml:28: not YAML")
+                && problems[1].contains("flow sequence at line 27 column 4"),
             "{}",
             problems[1]
         );
@@ -601,8 +674,8 @@ a: [unclosed
         assert_eq!(
             notes,
             [
-                "m.yaml:15: not a Kubernetes object (a list, without a `kind`): skipped",
-                "m.yaml:18: not a Kubernetes object (a mapping, without a `kind`): skipped",
+                "m.yaml:16: not a Kubernetes object (a list, without a `kind`): skipped",
+                "m.yaml:19: not a Kubernetes object (a mapping, without a `kind`): skipped",
             ]
         );
     }
@@ -672,7 +745,7 @@ a: [unclosed
         let mut read = Inputs::default();
         read_text(
             "m.json",
-            r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}]}"#,
+            r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c"}]}}]}"#,
             &mut read,
         );
         assert_eq!(read.manifests.len(), 1);
