@@ -447,6 +447,18 @@ runner_check() {
   [[ "$stderr" == *'`values` is empty'* ]]
 }
 
+# The base URL that `serve` says, in its log, it listens on: waited for
+# up to 5 s.
+served_url() {
+  local url=""
+  for _ in $(seq 50); do
+    url=$(sed -n 's#^serve: listening on \(https://[^/]*\)/.*#\1#p' "$1")
+    [ -n "$url" ] && break
+    sleep 0.1
+  done
+  echo "$url"
+}
+
 # `serve` stands in for policy-server in the cluster tests (cluster/run): an
 # AdmissionReview over HTTPS in, the AdmissionReview the API server reads out.
 @test "serve: answers AdmissionReview v1 over HTTPS, and refuses to start with invalid settings" {
@@ -462,12 +474,8 @@ runner_check() {
   "$runner" serve "$POLICY" --settings-json "$ALLOWLIST" --listen 127.0.0.1:0 \
     --cert "$dir/cert.pem" --key "$dir/key.pem" --record "$dir/reviews.jsonl" 2>"$dir/serve.log" &
   local pid=$!
-  local url=""
-  for _ in $(seq 50); do
-    url=$(sed -n 's#^serve: listening on \(https://[^/]*\)/.*#\1#p' "$dir/serve.log")
-    [ -n "$url" ] && break
-    sleep 0.1
-  done
+  local url
+  url=$(served_url "$dir/serve.log")
   run curl -sS --cacert "$dir/cert.pem" -H 'Content-Type: application/json' \
     --data-binary @test_data/cluster/recorded/1.37/pod-create-kubernetes-admin.json "$url/validate/allowlist"
   [ "$status" -eq 0 ]
@@ -485,12 +493,7 @@ runner_check() {
   "$runner" serve "$POLICY" --policy cluster/policies/owned-and-allowed.yaml --listen 127.0.0.1:0 \
     --cert "$dir/cert.pem" --key "$dir/key.pem" 2>"$dir/group.log" &
   pid=$!
-  url=""
-  for _ in $(seq 50); do
-    url=$(sed -n 's#^serve: listening on \(https://[^/]*\)/.*#\1#p' "$dir/group.log")
-    [ -n "$url" ] && break
-    sleep 0.1
-  done
+  url=$(served_url "$dir/group.log")
   run curl -sS --cacert "$dir/cert.pem" -H 'Content-Type: application/json' \
     --data-binary @test_data/cluster/recorded/1.37/pod-create-kubernetes-admin.json "$url/validate/owned-and-allowed"
   kill "$pid"

@@ -26,7 +26,13 @@ fn check(
     inputs: &[&str],
     format: Format,
 ) -> Result<Finished, String> {
-    let command = Command {
+    command(module, policy, inputs, format).run(|_, _| {})
+}
+
+/// The command `check` runs: the inputs under the repository's root (or
+/// absolute), objects derived, every object shown, nothing strict.
+fn command(module: &Path, policy: PolicySource, inputs: &[&str], format: Format) -> Command {
+    Command {
         module: module.to_path_buf(),
         inputs: inputs
             .iter()
@@ -39,8 +45,7 @@ fn check(
         format,
         only_rejected: false,
         strict: false,
-    };
-    command.run(|_, _| {})
+    }
 }
 
 fn owner_required() -> PolicySource {
@@ -75,7 +80,7 @@ fn check_text(name: &str, text: &str, policy: PolicySource) -> (Finished, Value)
 
 /// A directory of its own for a test's files.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("check-{name}-{}", std::process::id()));
+    let dir = scratch_path(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -270,22 +275,16 @@ fn names_and_scope_are_the_clusters() {
 #[test]
 fn only_rejected_and_github_outputs() {
     let policy = || manifest("examples/cluster-admission-policy.yaml");
-    let command = |format, only_rejected| Command {
-        module: module_path(),
+    let examples = |format, only_rejected| Command {
         inputs: vec!["examples".to_string()],
-        policy: policy(),
-        namespace: None,
-        kubectl_apply: false,
-        derive: true,
-        format,
         only_rejected,
-        strict: false,
+        ..command(&module_path(), policy(), &[], format)
     };
     // The examples given as a relative path, as in a repository: the
     // workflow commands name files relative to it. (No other test here
     // depends on the working directory.)
     std::env::set_current_dir(root()).unwrap();
-    let table = command(Format::Table, true).run(|_, _| {}).unwrap();
+    let table = examples(Format::Table, true).run(|_, _| {}).unwrap();
     let rows: Vec<&str> = table.output.lines().take_while(|l| !l.is_empty()).collect();
     // The file, the header, the one rejected object and what it is made from.
     assert_eq!(rows[0], "examples/manifests/web.yaml", "{}", table.output);
@@ -305,7 +304,7 @@ fn only_rejected_and_github_outputs() {
         "{}",
         table.output
     );
-    let github = command(Format::Github, false).run(|_, _| {}).unwrap();
+    let github = examples(Format::Github, false).run(|_, _| {}).unwrap();
     assert_eq!(github.status, 1);
     let lines: Vec<&str> = github.output.lines().collect();
     assert_eq!(
@@ -813,15 +812,14 @@ fn braces_in_files_that_parse_are_content_and_templates_are_counted() {
     .unwrap();
     let run = |strict: bool, format: Format| {
         Command {
-            module: module_path(),
-            inputs: vec![dir.display().to_string()],
-            policy: owner_required(),
-            namespace: None,
-            kubectl_apply: false,
             derive: false,
-            format,
-            only_rejected: false,
             strict,
+            ..command(
+                &module_path(),
+                owner_required(),
+                &[dir.to_str().unwrap()],
+                format,
+            )
         }
         .run(|_, _| {})
         .unwrap()
@@ -939,6 +937,10 @@ fn notes_that_fit_the_run() {
 
 /// `file:line` of a file written by `check_text(name, …)`.
 fn scratch_file(name: &str, file: &str, line: usize) -> String {
-    let dir = std::env::temp_dir().join(format!("check-{name}-{}", std::process::id()));
-    format!("{}:{line}", dir.join(file).display())
+    format!("{}:{line}", scratch_path(name).join(file).display())
+}
+
+/// Where `scratch(name)` makes its directory.
+fn scratch_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("check-{name}-{}", std::process::id()))
 }

@@ -129,20 +129,14 @@ fn a_group_rejects_with_its_message_and_its_members_causes() {
     let answer_of = |judging: &Judging, body: &[u8]| {
         answer(&policy(), judging, body).expect("an answer")["response"].clone()
     };
-    let owner_message = common::validate(
-        &policy(),
-        &pod_request(&["kubernetes.io/config.mirror"]),
-        std::str::from_utf8(OWNER_REQUIRED).unwrap(),
-    )
-    .message
-    .unwrap();
-    let allowed_message = common::validate(
-        &policy(),
-        &pod_request(&["kubernetes.io/config.mirror"]),
-        std::str::from_utf8(ALLOWLIST).unwrap(),
-    )
-    .message
-    .unwrap();
+    // Each member's own rejection of the Pod, judged alone.
+    let alone = |settings: &[u8]| {
+        let request = pod_request(&["kubernetes.io/config.mirror"]);
+        common::validate(&policy(), &request, std::str::from_utf8(settings).unwrap())
+            .message
+            .unwrap()
+    };
+    let (owner_message, allowed_message) = (alone(OWNER_REQUIRED), alone(ALLOWLIST));
     // `&&` stops at the first member that rejects.
     assert_eq!(
         answer_of(&both, &foreign),
