@@ -259,7 +259,7 @@ impl Checker {
     ) -> Result<(), HostError> {
         let object = &candidate.object;
         let api_version = object["apiVersion"].as_str().unwrap_or_default();
-        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let (group, version) = objects::group_version(api_version);
         let kind = object["kind"].as_str().unwrap_or_default();
         let resource = objects::resource(kind);
         match self
@@ -325,8 +325,7 @@ impl Identities {
         use std::hash::BuildHasher;
         let object = &manifest.object;
         let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
-        let api_version = text(&object["apiVersion"]);
-        let group = api_version.split_once('/').map_or("", |(g, _)| g);
+        let (group, _) = objects::group_version(object["apiVersion"].as_str().unwrap_or_default());
         let kind = text(&object["kind"]);
         let name = text(&object["metadata"]["name"]);
         if name.is_empty() {

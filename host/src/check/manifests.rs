@@ -380,8 +380,11 @@ fn take_object(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
 /// object that a cluster stores.
 fn served_by_no_cluster(value: &Value) -> Option<&str> {
     let api_version = value.get("apiVersion")?.as_str()?;
-    let group = api_version.split_once('/').map_or(api_version, |(g, _)| g);
-    matches!(group, "builtin" | "kustomize.config.k8s.io").then_some(api_version)
+    let kustomize = matches!(
+        super::objects::group_version(api_version),
+        ("", "builtin") | ("kustomize.config.k8s.io", _)
+    );
+    kustomize.then_some(api_version)
 }
 
 /// Why `value` is not a Kubernetes object, if it is not.
@@ -396,10 +399,10 @@ fn object_problem(value: &Value) -> Option<String> {
         (Some(_), Some(_)) => match object.get("metadata") {
             Some(Value::Object(metadata)) => match metadata.get("name") {
                 Some(Value::String(name)) if !name.is_empty() => {
-                    strings_only(metadata).or_else(|| incomplete(object))
+                    strings_only(metadata).or_else(|| incomplete(value))
                 }
                 _ if metadata.get("generateName").is_some_and(Value::is_string) => {
-                    strings_only(metadata).or_else(|| incomplete(object))
+                    strings_only(metadata).or_else(|| incomplete(value))
                 }
                 _ => Some("no `metadata.name`".to_string()),
             },
@@ -408,44 +411,19 @@ fn object_problem(value: &Value) -> Option<String> {
     }
 }
 
-/// What a workload lacks of the fields its kind requires, which the API
-/// server refuses it without (a kustomize patch looks so): `spec.selector`
-/// where apps/v1 requires one, and a pod template with a container. It
-/// would derive nothing real, so it is not judged.
-fn incomplete(object: &serde_json::Map<String, Value>) -> Option<String> {
-    let api_version = object.get("apiVersion")?.as_str()?;
-    let kind = object.get("kind")?.as_str()?;
-    let spec = object.get("spec").unwrap_or(&Value::Null);
-    let (selector, containers) = match (api_version, kind) {
-        ("apps/v1", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") => {
-            (true, "spec.template.spec.containers")
-        }
-        ("batch/v1", "Job") | ("v1", "ReplicationController") => {
-            (false, "spec.template.spec.containers")
-        }
-        ("batch/v1", "CronJob") => (false, "spec.jobTemplate.spec.template.spec.containers"),
-        ("v1", "Pod") => (false, "spec.containers"),
-        _ => return None,
-    };
-    let mut missing = Vec::new();
-    if selector && !spec["selector"].is_object() {
-        missing.push("`spec.selector`".to_string());
-    }
-    let listed = containers
-        .split('.')
-        .skip(1)
-        .fold(spec, |value, field| &value[field]);
-    if listed.as_array().is_none_or(|list| list.is_empty()) {
-        missing.push(format!("a container in `{containers}`"));
-    }
-    match missing.is_empty() {
-        true => None,
-        false => Some(format!(
-            "a {kind} without {}, which the API server refuses: not judged (a kustomize \
+/// Why the API server would refuse a workload that lacks what its kind
+/// requires (a kustomize patch looks so): judged, it would derive nothing
+/// real.
+fn incomplete(object: &Value) -> Option<String> {
+    let missing = super::objects::missing_required(object);
+    (!missing.is_empty()).then(|| {
+        format!(
+            "a {} without {}, which the API server refuses: not judged (a kustomize \
              patch? check what `kubectl kustomize` renders)",
+            object["kind"].as_str().unwrap_or_default(),
             missing.join(" or ")
-        )),
-    }
+        )
+    })
 }
 
 /// The API server takes only strings as annotation and label values

@@ -34,7 +34,7 @@ use serde_json::{Map, Value, json};
 mod kinds;
 mod names;
 
-pub use kinds::{namespaced, resource};
+pub use kinds::{group_version, namespaced, resource};
 pub use names::{ILLUSTRATIVE_SUFFIX, generated_name};
 use names::{indexed_pod_base, template_hash};
 
@@ -55,6 +55,8 @@ pub struct Candidate {
 pub struct Controller {
     /// The kind of object it makes others from.
     pub owns: &'static str,
+    /// What an object of that kind must hold for the API server to take it.
+    requires: Requires,
     /// The service account it acts as in kube-system: kubeadm runs the
     /// controller manager with `--use-service-account-credentials`, and the
     /// names are those of Kubernetes' bootstrap RBAC policy
@@ -75,6 +77,11 @@ impl Controller {
 pub static CONTROLLERS: [Controller; 7] = [
     Controller {
         owns: "Deployment",
+        requires: Requires {
+            api_version: "apps/v1",
+            selector: true,
+            containers: TEMPLATE,
+        },
         account: "deployment-controller",
         // A paused Deployment's controller makes no new ReplicaSet.
         makes: |d| match d["spec"]["paused"] == true {
@@ -84,21 +91,41 @@ pub static CONTROLLERS: [Controller; 7] = [
     },
     Controller {
         owns: "ReplicaSet",
+        requires: Requires {
+            api_version: "apps/v1",
+            selector: true,
+            containers: TEMPLATE,
+        },
         account: "replicaset-controller",
         makes: |rs| pods_if_scaled(rs, None),
     },
     Controller {
         owns: "ReplicationController",
+        requires: Requires {
+            api_version: "v1",
+            selector: false,
+            containers: TEMPLATE,
+        },
         account: "replication-controller",
         makes: |rc| pods_if_scaled(rc, None),
     },
     Controller {
         owns: "DaemonSet",
+        requires: Requires {
+            api_version: "apps/v1",
+            selector: true,
+            containers: TEMPLATE,
+        },
         account: "daemon-set-controller",
         makes: |ds| vec![pod(ds, None)],
     },
     Controller {
         owns: "StatefulSet",
+        requires: Requires {
+            api_version: "apps/v1",
+            selector: true,
+            containers: TEMPLATE,
+        },
         account: "statefulset-controller",
         // Ordinal 0's claims, then its Pod, as the controller makes them.
         makes: |sts| match replicas(sts) {
@@ -112,6 +139,11 @@ pub static CONTROLLERS: [Controller; 7] = [
     },
     Controller {
         owns: "Job",
+        requires: Requires {
+            api_version: "batch/v1",
+            selector: false,
+            containers: TEMPLATE,
+        },
         account: "job-controller",
         makes: |job| {
             let spec = &job["spec"];
@@ -124,6 +156,11 @@ pub static CONTROLLERS: [Controller; 7] = [
     },
     Controller {
         owns: "CronJob",
+        requires: Requires {
+            api_version: "batch/v1",
+            selector: false,
+            containers: JOB_TEMPLATE,
+        },
         account: "cronjob-controller",
         makes: |cj| match cj["spec"]["suspend"] == true {
             true => vec![],
@@ -131,6 +168,67 @@ pub static CONTROLLERS: [Controller; 7] = [
         },
     },
 ];
+
+/// What the API server requires of an object of one kind before it takes
+/// it (its validation, `pkg/apis/<group>/validation`): a kustomize patch
+/// lacks it, and would derive nothing real.
+#[derive(Debug)]
+struct Requires {
+    /// The version whose schema says so.
+    api_version: &'static str,
+    /// apps/v1 requires `spec.selector`.
+    selector: bool,
+    /// Where its (pod template's) containers are listed, of which it
+    /// needs one.
+    containers: &'static [&'static str],
+}
+
+const TEMPLATE: &[&str] = &["spec", "template", "spec", "containers"];
+const JOB_TEMPLATE: &[&str] = &[
+    "spec",
+    "jobTemplate",
+    "spec",
+    "template",
+    "spec",
+    "containers",
+];
+
+/// A Pod, which no controller of the table makes others from.
+const POD: Requires = Requires {
+    api_version: "v1",
+    selector: false,
+    containers: &["spec", "containers"],
+};
+
+/// What `object` lacks of the fields its kind requires, as the
+/// API server would name them; empty for an object the check has no rule
+/// for.
+pub fn missing_required(object: &Value) -> Vec<String> {
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let requires = match controller_of(kind) {
+        Some(controller) => &controller.requires,
+        None if kind == "Pod" => &POD,
+        None => return vec![],
+    };
+    if object["apiVersion"] != requires.api_version {
+        return vec![];
+    }
+    let mut missing = Vec::new();
+    if requires.selector && !object["spec"]["selector"].is_object() {
+        missing.push("`spec.selector`".to_string());
+    }
+    let listed = requires
+        .containers
+        .iter()
+        .fold(object, |value, field| &value[field]);
+    if listed.as_array().is_none_or(|list| list.is_empty()) {
+        missing.push(format!(
+            "a container in `{}`",
+            requires.containers.join(".")
+        ));
+    }
+    missing
+}
 
 /// The controller that makes objects from objects of `kind`, if any.
 fn controller_of(kind: &str) -> Option<&'static Controller> {
@@ -569,5 +667,37 @@ mod tests {
         assert_eq!(scaled(&json!("25%"), 5, "25%"), 2);
         assert_eq!(scaled(&json!(3), 5, "25%"), 3);
         assert_eq!(scaled(&Value::Null, 1, "25%"), 1);
+    }
+
+    /// Every kind a controller makes objects from, and a Pod, is refused
+    /// bare and taken whole, as its own API version defines it.
+    #[test]
+    fn what_each_kind_requires() {
+        let kinds = CONTROLLERS
+            .iter()
+            .map(|c| (c.owns, &c.requires))
+            .chain([("Pod", &POD)]);
+        for (kind, requires) in kinds {
+            let bare = json!({"apiVersion": requires.api_version, "kind": kind, "spec": {}});
+            let mut missing = vec![format!(
+                "a container in `{}`",
+                requires.containers.join(".")
+            )];
+            if requires.selector {
+                missing.insert(0, "`spec.selector`".to_string());
+            }
+            assert_eq!(missing_required(&bare), missing, "{kind}");
+
+            let mut whole = bare.clone();
+            whole["spec"]["selector"] = json!({"matchLabels": {"app": "a"}});
+            let (last, path) = requires.containers.split_last().unwrap();
+            let spec = map_at(&mut whole, path);
+            spec.insert(last.to_string(), json!([{"name": "c", "image": "i"}]));
+            assert!(missing_required(&whole).is_empty(), "{kind}");
+
+            let other = json!({"apiVersion": "example.com/v1", "kind": kind});
+            assert!(missing_required(&other).is_empty(), "{kind}");
+        }
+        assert!(missing_required(&json!({"apiVersion": "v1", "kind": "Service"})).is_empty());
     }
 }

@@ -36,6 +36,12 @@ pub fn namespaced(kind: &str) -> bool {
     )
 }
 
+/// The group and version an `apiVersion` names: `apps/v1` is `apps` and
+/// `v1`, and a bare version (`v1`) is of the core group, `""`.
+pub fn group_version(api_version: &str) -> (&str, &str) {
+    api_version.split_once('/').unwrap_or(("", api_version))
+}
+
 /// The resource (plural) of a kind, as the API server names it: the
 /// lower-cased kind, made plural by Kubernetes' own guess
 /// (`meta.UnsafeGuessKindToResource`), but for the kinds it gets wrong.
@@ -58,6 +64,14 @@ pub fn resource(kind: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn api_versions_name_group_and_version() {
+        assert_eq!(group_version("apps/v1"), ("apps", "v1"));
+        assert_eq!(group_version("v1"), ("", "v1"));
+        assert_eq!(group_version("builtin"), ("", "builtin"));
+        assert_eq!(group_version(""), ("", ""));
+    }
 
     #[test]
     fn kinds_name_their_resources() {
