@@ -60,40 +60,41 @@ pub fn table_for(
         // A file of a cluster dump has rows by the hundred thousand: its
         // table is made in parts, at widths fixed for the whole file so
         // that the columns line up, and only a part's cells are held.
-        let pinned = (file_rows.len() > PART).then(|| pinned_widths(file_rows, width));
+        let layout = Layout::of(file_rows, width);
         for (part, part_rows) in file_rows.chunks(PART).enumerate() {
             let mut table = Table::new();
             table
                 .load_style(presets::NOTHING)
-                .set_content_arrangement(ContentArrangement::Dynamic);
+                .set_content_arrangement(ContentArrangement::Disabled);
             if part == 0 {
-                table.set_header(["LINE", "OBJECT", "VERDICT", "MESSAGE"]);
+                table.set_header(layout.header());
             }
             match colour {
                 true => table.enforce_styling(),
                 false => table.force_no_tty(),
             };
-            if let Some(width) = width {
-                table.set_width(width);
-            }
             for row in part_rows {
-                let [line, object, verdict, message] = cells(row);
                 let colour = match row.accepted {
                     true => Color::Green,
                     false => Color::Red,
                 };
-                table.add_row([
-                    Cell::new(line),
-                    Cell::new(object),
-                    Cell::new(verdict).fg(colour),
-                    Cell::new(message),
-                ]);
+                let (line, object, verdict, message) = layout.cells(row);
+                let verdict = Cell::new(verdict).fg(colour);
+                match object {
+                    Some(object) => table.add_row([
+                        Cell::new(line),
+                        Cell::new(object),
+                        verdict,
+                        Cell::new(message),
+                    ]),
+                    None => table.add_row([Cell::new(line), verdict, Cell::new(message)]),
+                };
             }
-            // Once the rows have made the columns.
-            if let Some(widths) = pinned {
-                use comfy_table::{ColumnConstraint::Absolute, Width::Fixed};
-                table.set_constraints(widths.map(|w| Absolute(Fixed(w))));
-            }
+            // Every column but the last at its width for the whole file;
+            // the last needs none, its lines ending where they end.
+            use comfy_table::{ColumnConstraint::Absolute, Width::Fixed};
+            let fixed = layout.fixed().into_iter().map(|w| Absolute(Fixed(w + 2)));
+            table.set_constraints(fixed);
             for line in table.lines() {
                 let _ = writeln!(out, "{}", line.trim_end());
             }
@@ -141,7 +142,7 @@ const PART: usize = 1000;
 /// A row's cells: the line (and the place in a List), the object (and
 /// what it is made from, under it), the verdict, the message without the
 /// object's name.
-fn cells<'r>(row: &'r Row) -> [std::borrow::Cow<'r, str>; 4] {
+fn cells(row: &Row) -> [String; 4] {
     let line = match row.source.item {
         Some(item) => format!("{} [{item}]", row.source.line),
         None => row.source.line.to_string(),
@@ -155,36 +156,150 @@ fn cells<'r>(row: &'r Row) -> [std::borrow::Cow<'r, str>; 4] {
         false => "rejected",
     };
     [
-        line.into(),
-        object.into(),
-        verdict.into(),
-        without_subject(row).into(),
+        line,
+        object,
+        verdict.to_string(),
+        without_subject(row).to_string(),
     ]
 }
 
-/// The widths of the columns, padding included, for a table made in
-/// parts: the line and the verdict as wide as they come, the object and
-/// the message as wide as they come if they fit, else the message three
-/// fifths of what is left.
-fn pinned_widths(rows: &[&Row], width: Option<u16>) -> [u16; 4] {
-    use textwrap::core::display_width;
-    let mut widest = ["LINE", "OBJECT", "VERDICT", "MESSAGE"].map(display_width);
-    for row in rows {
-        for (column, cell) in cells(row).iter().enumerate() {
-            let cell = cell.lines().map(display_width).max().unwrap_or(0);
-            widest[column] = widest[column].max(cell);
+/// How one file's table is laid out, as widths of content (padding
+/// aside). Cells wrap at spaces only (textwrap): a name, a path or a
+/// command is never cut. When the longest words of the object and the
+/// message cannot stand side by side in the width, the message goes under
+/// the object in one column, so that only a word longer than the line
+/// passes it, on a line of its own.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Layout {
+    Columns {
+        line: usize,
+        object: usize,
+        verdict: usize,
+        message: usize,
+    },
+    Stacked {
+        line: usize,
+        verdict: usize,
+        text: usize,
+    },
+}
+
+impl Layout {
+    const HEADER: [&str; 4] = ["LINE", "OBJECT", "VERDICT", "MESSAGE"];
+
+    fn of(rows: &[&Row], width: Option<u16>) -> Layout {
+        use textwrap::core::display_width;
+        let mut widest = Self::HEADER.map(display_width);
+        let mut longest_word = [0; 4];
+        for row in rows {
+            for (column, cell) in cells(row).iter().enumerate() {
+                for line in cell.lines() {
+                    widest[column] = widest[column].max(display_width(line));
+                    let word = line.split_whitespace().map(display_width).max();
+                    // A continuation of the object's chain is indented.
+                    let indent = usize::from(line.starts_with(' ')) * 2;
+                    longest_word[column] = longest_word[column].max(word.unwrap_or(0) + indent);
+                }
+            }
+        }
+        let [line, object, verdict, message] = widest;
+        let columns = |object, message| Layout::Columns {
+            line,
+            object,
+            verdict,
+            message,
+        };
+        let Some(width) = width else {
+            return columns(object, message);
+        };
+        // Each column is padded by a space either side.
+        let left = usize::from(width).saturating_sub(line + verdict + 8);
+        if object + message <= left {
+            return columns(object, message);
+        }
+        let [_, object_word, _, message_word] = longest_word;
+        if object_word + message_word > left {
+            return Layout::Stacked {
+                line,
+                verdict,
+                text: usize::from(width)
+                    .saturating_sub(line + verdict + 6)
+                    .max(12),
+            };
+        }
+        // The message gets three fifths of what is left, but neither
+        // column less than its longest word.
+        let object = (left * 2 / 5)
+            .max(object_word)
+            .min(object)
+            .min(left - message_word);
+        columns(object, left - object)
+    }
+
+    fn header(&self) -> Vec<&'static str> {
+        match self {
+            Layout::Columns { .. } => Self::HEADER.to_vec(),
+            Layout::Stacked { .. } => vec!["LINE", "VERDICT", "OBJECT / MESSAGE"],
         }
     }
-    let [line, object, verdict, message] = widest.map(|w| u16::try_from(w + 2).unwrap_or(u16::MAX));
-    let Some(width) = width else {
-        return [line, object, verdict, message];
-    };
-    let left = width.saturating_sub(line + verdict);
-    if object.saturating_add(message) <= left {
-        return [line, object, verdict, message];
+
+    /// The widths of the columns before the last.
+    fn fixed(&self) -> Vec<u16> {
+        let fixed = match *self {
+            Layout::Columns {
+                line,
+                object,
+                verdict,
+                ..
+            } => vec![line, object, verdict],
+            Layout::Stacked { line, verdict, .. } => vec![line, verdict],
+        };
+        fixed
+            .into_iter()
+            .map(|w| u16::try_from(w).unwrap_or(u16::MAX))
+            .collect()
     }
-    let object = object.min((left * 2 / 5).max(12));
-    [line, object, verdict, left.saturating_sub(object).max(12)]
+
+    /// A row's cells, wrapped: the line, the object (none when stacked),
+    /// the verdict, and the message (under the object when stacked).
+    fn cells(&self, row: &Row) -> (String, Option<String>, String, String) {
+        let [line, object, verdict, message] = cells(row);
+        match *self {
+            Layout::Columns {
+                object: at,
+                message: message_at,
+                ..
+            } => (
+                line,
+                Some(wrap(&object, at)),
+                verdict,
+                wrap(&message, message_at),
+            ),
+            Layout::Stacked { text, .. } => {
+                let both = match message.is_empty() {
+                    true => object,
+                    false => format!("{object}\n{message}"),
+                };
+                (line, None, verdict, wrap(&both, text))
+            }
+        }
+    }
+}
+
+/// `text` wrapped at spaces to `width`, line by line, an indented line's
+/// continuations as indented; a word longer than `width` stands alone.
+fn wrap(text: &str, width: usize) -> String {
+    let mut wrapped = Vec::new();
+    for line in text.lines() {
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let options = textwrap::Options::new(width)
+            .initial_indent(indent)
+            .subsequent_indent(indent)
+            .word_splitter(textwrap::WordSplitter::NoHyphenation)
+            .break_words(false);
+        wrapped.extend(textwrap::wrap(line.trim_start(), options));
+    }
+    wrapped.join("\n")
 }
 
 #[cfg(test)]
@@ -232,29 +347,60 @@ mod tests {
     }
 
     /// At any width the lines fit and every verdict shows; each file has its
-    /// heading.
+    /// heading. Cells wrap at spaces only: every word of every object and
+    /// message comes out whole, and a line passes the width only to hold a
+    /// word longer than its column, alone.
     #[test]
-    fn the_table_fits_its_width_and_keeps_the_verdicts() {
-        for width in [60u16, 80, 100, 200] {
-            let text = table_for(&outcome(), "monitor", false, Some(width), false);
-            for line in text.lines() {
+    fn the_table_fits_its_width_and_cuts_no_word() {
+        let mut long = outcome();
+        long.rows.push(Row {
+            object: format!("Deployment kube-system/{}", "metrics-server-".repeat(5)),
+            ..long.rows[0].clone()
+        });
+        let words_of =
+            |text: &str| -> Vec<String> { text.split_whitespace().map(str::to_string).collect() };
+        let expected: Vec<String> = long
+            .rows
+            .iter()
+            .flat_map(|row| {
+                let [_, object, _, message] = cells(row);
+                words_of(&object).into_iter().chain(words_of(&message))
+            })
+            .collect();
+        for width in [40u16, 50, 60, 80, 100, 200] {
+            let text = table_for(&long, "monitor", false, Some(width), false);
+            let table = &text[..text.find("warning:").unwrap()];
+            for line in table.lines() {
+                let long = line.chars().count() > usize::from(width);
                 assert!(
-                    line.chars().count() <= width as usize,
+                    !long || line.split_whitespace().count() == 1,
                     "{width}: {line:?} is {} long",
                     line.chars().count()
                 );
             }
-            assert_eq!(text.matches("accepted").count(), 2, "{text}");
+            assert_eq!(text.matches("accepted").count(), 3, "{text}");
             assert_eq!(text.matches("rejected").count(), 2, "{text}"); // and the summary
             assert!(text.starts_with("deploy/a.yaml\n"), "{text}");
             assert!(text.contains("\n\ndeploy/b.yaml\n"), "{text}");
-            // The whole message is there, wrapped or not.
-            let words: String = text.split_whitespace().collect();
-            assert!(
-                words.contains("\"deployment.kubernetes.io/revision\""),
-                "{text}"
-            );
+            let shown = words_of(table);
+            for word in &expected {
+                assert!(shown.contains(word), "{width}: {word} cut in\n{text}");
+            }
         }
+        // Where they cannot stand side by side, the message goes under
+        // the object.
+        let narrow = table_for(&long, "monitor", false, Some(40), false);
+        assert!(
+            narrow.contains(" LINE  VERDICT   OBJECT / MESSAGE\n"),
+            "{narrow}"
+        );
+        // Where the words fit, the table does.
+        let text = table_for(&outcome(), "monitor", false, Some(80), false);
+        assert!(
+            text.lines().all(|line| line.chars().count() <= 80),
+            "{text}"
+        );
+        assert!(text.contains("LINE  OBJECT"), "{text}");
     }
 
     /// The lines under the tables, the summary included, fit the width and
