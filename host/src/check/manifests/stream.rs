@@ -369,6 +369,165 @@ mod tests {
         }
     }
 
+    /// Lines a List's entry may hold, relative to the entry's column:
+    /// what is hard for a cut made by lines (block scalars holding `- `
+    /// and `---`, quoted and flow scalars over several lines, comments and
+    /// blank lines at any column, anchors, aliases and tags, keys named
+    /// `items`), and some that do not parse at all.
+    fn entry_fields(all: bool) -> impl proptest::strategy::Strategy<Value = Vec<String>> {
+        use proptest::prelude::*;
+        let each_alone = prop_oneof![
+            Just("kind: Pod".to_string()),
+            Just("metadata: {name: a, annotations: {x: \"{{ .y }}\"}}".to_string()),
+            Just("script: |\n  - not an entry\n  --- not a marker\n\n  ...".to_string()),
+            Just("folded: >-\n  text\n\n  - more".to_string()),
+            Just("quoted: \"two\n  lines - here\"".to_string()),
+            Just("single: 'two\n  lines'".to_string()),
+            Just("flow: [1,\n  2, {a: b}]".to_string()),
+            Just("items:\n- inner\n- list".to_string()),
+            Just("# a comment\n".to_string()),
+            Just("\n".to_string()),
+            Just("tagged: !!str 1".to_string()),
+            Just("nested:\n  - - a\n    - b".to_string()),
+        ];
+        // What does not read alone, or at all.
+        let others = prop_oneof![
+            Just("open: \"never closed".to_string()),
+            Just("bad: [1, 2".to_string()),
+            Just("dup: 1\ndup: 2".to_string()),
+            Just("tab:\t1".to_string()),
+            Just("anchored: &n {x: 1}".to_string()),
+            Just("alias: *n".to_string()),
+        ];
+        let field = match all {
+            true => prop_oneof![3 => each_alone, 1 => others].boxed(),
+            false => each_alone.boxed(),
+        };
+        // Each field once: a key given twice is an error of its own.
+        proptest::collection::vec(field, 0..5).prop_map(|mut fields| {
+            let mut seen = std::collections::HashSet::new();
+            fields.retain(|field| seen.insert(field.clone()));
+            fields
+        })
+    }
+
+    fn list_document(all: bool) -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let between = prop_oneof![
+            Just(String::new()),
+            Just("# between\n".to_string()),
+            Just("\n".to_string()),
+        ];
+        let entry = (entry_fields(all), between);
+        (
+            proptest::collection::vec(entry, 0..6),
+            prop_oneof![Just(""), Just("  ")],
+            any::<bool>(),
+        )
+            .prop_map(|(entries, indent, kind_first)| {
+                let mut text = match kind_first {
+                    true => "kind: List\nitems:\n".to_string(),
+                    false => "apiVersion: v1\nitems:\n".to_string(),
+                };
+                for (fields, between) in entries {
+                    text.push_str(indent);
+                    text.push('-');
+                    let lines: Vec<String> =
+                        fields.join("\n").lines().map(str::to_string).collect();
+                    match lines.split_first() {
+                        None => text.push_str(" {}\n"),
+                        Some((first, rest)) => {
+                            text.push(' ');
+                            text.push_str(first);
+                            text.push('\n');
+                            for line in rest {
+                                if !line.is_empty() {
+                                    text.push_str(indent);
+                                    text.push_str("  ");
+                                }
+                                text.push_str(line);
+                                text.push('\n');
+                            }
+                        }
+                    }
+                    text.push_str(&between);
+                }
+                if !kind_first {
+                    text.push_str("kind: List\n");
+                }
+                text
+            })
+    }
+
+    /// Without the entries handed out just before a document's error: a
+    /// List read entry by entry hands out its entries before its end is
+    /// read, so a List that breaks further down has had its first entries
+    /// judged when the error comes (the run then exits 2, its input not
+    /// all usable); read whole, it gives the error alone.
+    fn before_errors(found: Vec<Found>) -> Vec<Found> {
+        let mut kept: Vec<Found> = Vec::new();
+        for found in found {
+            if let Found::Document(_, Err(_)) = found {
+                while matches!(kept.last(), Some(Found::Item { .. })) {
+                    kept.pop();
+                }
+            }
+            kept.push(found);
+        }
+        kept
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// Generated streams of Lists and other documents, between every
+        /// kind of marker: what the cut hands out, entry by entry, is what
+        /// a parse of the whole stream gives.
+        #[test]
+        fn the_cut_reads_as_the_whole_stream(
+            documents in proptest::collection::vec(
+                proptest::prop_oneof![
+                    list_document(true),
+                    proptest::strategy::Just("a: 1\n".to_string()),
+                    proptest::strategy::Just("# only a comment\n".to_string()),
+                    proptest::strategy::Just("[1, 2]\n".to_string()),
+                ],
+                1..4,
+            ),
+            markers in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just("---\n"),
+                    proptest::strategy::Just("--- # marker\n"),
+                    proptest::strategy::Just("...\n---\n"),
+                ],
+                4,
+            ),
+            leading in proptest::bool::ANY,
+        ) {
+            let mut text = String::new();
+            for (i, document) in documents.iter().enumerate() {
+                if i > 0 || leading {
+                    text.push_str(markers[i]);
+                }
+                text.push_str(document);
+            }
+            let (streamed, whole) = both(&text);
+            proptest::prop_assert_eq!(
+                before_errors(streamed), before_errors(whole), "{}", text
+            );
+        }
+
+        /// A List whose every entry reads alone is read entry by entry to
+        /// its end, not whole.
+        #[test]
+        fn a_list_of_entries_that_read_alone_streams_whole(text in list_document(false)) {
+            same(&text);
+            if text.contains("\n- ") || text.contains("\n  - ") {
+                proptest::prop_assert_eq!(listed(&text), Listed::All, "{}", text);
+            }
+        }
+    }
+
     /// Every YAML document of the repository's manifests and test data,
     /// as an entry of a List at both indentations, reads as it does
     /// whole.
