@@ -40,6 +40,17 @@ BENCH_ARGS ?=
 bench: policy.wasm
 	cargo run -q --profile bench -p policy-host --bin policy-bench -- $(BENCH_ARGS) $(BENCH_MODULES)
 
+# `policy-runner check` beside Kyverno's CLI, Gatekeeper's gator and
+# conftest on the same inputs (docs/performance.md). scripts/peers installs
+# the peers with Go into target/peers/; one that cannot be installed is left
+# out. Never part of `make test`. PEER_ARGS: `--runs N`, `--objects N,N`.
+PEER_ARGS ?=
+.PHONY: bench-peers
+bench-peers: policy.wasm
+	scripts/peers
+	cargo build -q --profile bench -p policy-host --bin policy-runner --bin peer-bench
+	target/release/peer-bench $(PEER_ARGS)
+
 # A short run of every fuzz target (FUZZ_SECONDS each), so that they keep
 # building and the obvious finds are caught; cargo fuzz needs nightly.
 FUZZ_TARGETS := validate settings structured differential patterns
