@@ -387,9 +387,10 @@ runner_check() {
   runner_check --policy examples/cluster-admission-policy.yaml "$BATS_TEST_TMPDIR/repo"
   [ "$status" -eq 0 ]
   [[ "$output" == *"package.json:1: not a Kubernetes object (a mapping, without a \`kind\`): skipped"* ]]
-  [[ "$output" == *"Chart.yaml:1: a Helm chart: check what it renders with \`helm template"* ]]
+  [[ "$output" == *"Chart.yaml:1: a Helm chart: its files"* ]]
+  [[ "$output" == *"repo:1: hidden directories left out:"* ]]
   [[ "$output" != *"broken.yml"* ]]
-  [[ "$output" == *", 2 skipped (1 to render first)" ]]
+  [[ "$output" == *", 3 skipped (1 to render first)" ]]
   runner_check --strict --policy examples/cluster-admission-policy.yaml "$BATS_TEST_DIRNAME/examples/manifests/report.yaml" "$BATS_TEST_TMPDIR/repo"
   [ "$status" -eq 2 ]
 }

@@ -45,6 +45,7 @@ fn command(module: &Path, policy: PolicySource, inputs: &[&str], format: Format)
         format,
         only_rejected: false,
         strict: false,
+        hidden: false,
     }
 }
 
@@ -222,6 +223,14 @@ fn keys_a_controller_writes_count_only_in_its_requests() {
         finished.output
     );
     assert_eq!(report["audited"], 1, "{}", finished.output);
+    // The stored Pod's row says it was judged as an audit; no other does.
+    let audits: Vec<bool> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["audit"].as_bool().unwrap())
+        .collect();
+    assert_eq!(audits, [false, false, false, true], "{}", finished.output);
     let posing = &report["results"][2]["message"];
     assert!(
         posing
@@ -660,8 +669,8 @@ fn unusable_input_is_reported_and_the_rest_checked() {
 
 /// A repository holds more than manifests: what is no object is noted and
 /// skipped without failing the check, what a tool renders says how to
-/// render it, hidden directories are left out, and links are followed with
-/// each file read once and no loop.
+/// render it, hidden directories are left out and named, and links are
+/// followed with each file read once and no loop.
 #[test]
 fn a_repository_is_walked_as_a_person_would_check_it() {
     let dir = scratch("repository");
@@ -720,18 +729,32 @@ fn a_repository_is_walked_as_a_person_would_check_it() {
         })
         .collect();
     let shown = |file: &str| dir.join(file).display().to_string();
+    // A chart is noted once, at its `Chart.yaml` (by its real path), and
+    // none of its files is judged.
+    let real = |file: &str| std::fs::canonicalize(dir.join(file)).unwrap();
+    let in_dir = |path: &Path| {
+        let path = path.display().to_string();
+        path.strip_prefix(dir.to_str().unwrap())
+            .map_or(path.clone(), str::to_string)
+    };
     let mut expected = vec![
         format!(
-            "/chart/Chart.yaml:1: a Helm chart: check what it renders with `helm template RELEASE {} | policy-runner check … -`",
-            shown("chart")
+            ":1: hidden directories left out: {} (1 file); `kubectl apply -R` reads them, `--hidden` checks them too",
+            shown(".github")
         ),
-        "/chart/templates/deployment.yaml:1: a template (it holds `{{` and does not parse as YAML): check what it renders, for a Helm chart with `helm template RELEASE CHART | policy-runner check … -`".to_string(),
+        format!(
+            "{}:1: a Helm chart: its files are not judged as they stand; check what it renders with `helm template RELEASE {} | policy-runner check … -`",
+            in_dir(&real("chart").join("Chart.yaml")),
+            real("chart").display()
+        ),
         format!(
             "/overlays/kustomization.yaml:1: a Kustomization: check what it renders with `kubectl kustomize {} | policy-runner check … -`",
             shown("overlays")
         ),
-        "/package.json:1: not a Kubernetes object (a mapping, without a `kind`): skipped".to_string(),
-        "/renovate.json:1: not a Kubernetes object (a mapping, without a `kind`): skipped".to_string(),
+        "/package.json:1: not a Kubernetes object (a mapping, without a `kind`): skipped"
+            .to_string(),
+        "/renovate.json:1: not a Kubernetes object (a mapping, without a `kind`): skipped"
+            .to_string(),
     ];
     if cfg!(unix) {
         expected.insert(
@@ -788,9 +811,9 @@ fn the_readme_shows_what_the_check_prints() {
 
 /// What `helm template … > rendered.yaml` saves, and an istio-style addon
 /// whose ConfigMap holds a Grafana dashboard: files that hold `{{` and parse,
-/// every object judged. A file that does not parse and holds `{{` is a
-/// template: skipped, noted, counted in the summary as to render first, and
-/// with `strict` the run fails with status 2.
+/// every object judged. A document that holds `{{` in its name (or does not
+/// parse) is a template: skipped, noted, counted in the summary as to
+/// render first, and with `strict` the run fails with status 2.
 #[test]
 fn braces_in_files_that_parse_are_content_and_templates_are_counted() {
     let dir = scratch("braces");
@@ -847,7 +870,7 @@ fn braces_in_files_that_parse_are_content_and_templates_are_counted() {
         notes[0]["note"]
             .as_str()
             .unwrap()
-            .starts_with("a template (it holds `{{` and does not parse as YAML)"),
+            .starts_with("a template (`{{` "),
         "{notes:?}"
     );
     assert_eq!(notes[0]["unrendered"], true);

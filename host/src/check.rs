@@ -60,6 +60,8 @@ pub struct Command {
     pub only_rejected: bool,
     /// Fail (exit status 2) when a file was skipped as what a tool renders.
     pub strict: bool,
+    /// Read hidden directories too.
+    pub hidden: bool,
 }
 
 /// What a check prints, and its exit status: 0 when nothing is rejected,
@@ -101,7 +103,10 @@ impl Command {
             derive: self.derive,
             cluster_kinds: Default::default(),
         };
-        let outcome = checker.check(&self.inputs, admission, progress)?;
+        let search = manifests::Search {
+            hidden: self.hidden,
+        };
+        let outcome = checker.check(&self.inputs, search, admission, progress)?;
         let mode = checker.policy().mode.as_str();
         let output = match self.format {
             Format::Table => report::table(&outcome, mode, self.only_rejected),
@@ -139,6 +144,9 @@ pub struct Row {
     /// The keys of the object's annotations as judged, sorted: what the
     /// cluster tests hold to the objects a real cluster makes.
     pub annotations: Vec<String>,
+    /// Judged as an audit: it came from a cluster (`kubectl get -o yaml`),
+    /// and the audit scanner sends it with no sender.
+    pub audited: bool,
 }
 
 /// What a check found.
@@ -207,6 +215,7 @@ impl Checker {
     pub fn check(
         &self,
         inputs: &[String],
+        search: manifests::Search,
         mut admission: Admission,
         mut progress: impl FnMut(usize, usize),
     ) -> Result<Outcome, String> {
@@ -217,7 +226,7 @@ impl Checker {
         let spilling = |e: std::io::Error| format!("cannot keep the objects read on disk: {e}");
         let mut spill = spill::Spill::new().map_err(spilling)?;
         let mut identities = Identities::default();
-        manifests::read_each(inputs, &mut |input| match input {
+        manifests::read_each(inputs, search, &mut |input| match input {
             Input::Manifest(manifest) => {
                 if let Some(warning) = identities.again(&manifest, &admission) {
                     outcome.warnings.push(warning);
@@ -233,6 +242,15 @@ impl Checker {
         let total = spill.len();
         for (done, manifest) in spill.read_back().map_err(spilling)?.enumerate() {
             let manifest = manifest.map_err(spilling)?;
+            if admission.derive
+                && let Some(idle) = objects::idle(&manifest.object)
+            {
+                outcome.notes.push(manifests::Note {
+                    source: manifest.source.clone(),
+                    text: format!("{} {idle}", objects::describe(&manifest.object)),
+                    unrendered: false,
+                });
+            }
             for candidate in objects::candidates(&manifest.object, &admission, &owners) {
                 self.judge(candidate, &manifest.source, &namespaces, &mut outcome)
                     .map_err(|e| e.to_string())?;
@@ -305,6 +323,7 @@ impl Checker {
             accepted,
             message,
             annotations,
+            audited,
         });
         Ok(())
     }

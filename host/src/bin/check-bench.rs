@@ -63,7 +63,7 @@ fn run() -> Result<(), String> {
     let inputs = vec![path.display().to_string()];
     let start = Instant::now();
     let mut read = 0;
-    manifests::read_each(&inputs, &mut |input| match input {
+    manifests::read_each(&inputs, Default::default(), &mut |input| match input {
         manifests::Input::Manifest(_) => read += 1,
         other => panic!("{other:?}"),
     });
@@ -84,6 +84,7 @@ fn run() -> Result<(), String> {
         format: Format::Json,
         only_rejected: false,
         strict: false,
+        hidden: false,
     };
     for run in 1..=runs {
         let start = Instant::now();

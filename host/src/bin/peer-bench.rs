@@ -426,22 +426,26 @@ fn inputs(options: &Options) -> Result<Vec<Input>, String> {
 fn in_scope(path: &Path) -> BTreeSet<String> {
     use policy_host::check::manifests::{Input as Read, read_each};
     let mut objects = BTreeSet::new();
-    read_each(&[path.display().to_string()], &mut |input| {
-        if let Read::Manifest(manifest) = input {
-            let object = &manifest.object;
-            let covered = WORKLOADS
-                .iter()
-                .any(|(v, k)| object["apiVersion"] == *v && object["kind"] == *k);
-            if covered {
-                let metadata = &object["metadata"];
-                objects.insert(identity(
-                    &object["kind"],
-                    &metadata["namespace"],
-                    &metadata["name"],
-                ));
+    read_each(
+        &[path.display().to_string()],
+        Default::default(),
+        &mut |input| {
+            if let Read::Manifest(manifest) = input {
+                let object = &manifest.object;
+                let covered = WORKLOADS
+                    .iter()
+                    .any(|(v, k)| object["apiVersion"] == *v && object["kind"] == *k);
+                if covered {
+                    let metadata = &object["metadata"];
+                    objects.insert(identity(
+                        &object["kind"],
+                        &metadata["namespace"],
+                        &metadata["name"],
+                    ));
+                }
             }
-        }
-    });
+        },
+    );
     objects
 }
 

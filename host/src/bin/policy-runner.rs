@@ -131,6 +131,10 @@ struct CheckArgs {
     /// cluster that were not judged.
     #[arg(long)]
     strict: bool,
+    /// Read hidden directories too (`.config/`), as `kubectl apply -R`
+    /// does; without it they are left out, and a note names them.
+    #[arg(long)]
+    hidden: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -221,6 +225,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
         format,
         only_rejected: args.only_rejected,
         strict: args.strict,
+        hidden: args.hidden,
     };
     let mut progress: Option<Progress> = None;
     let finished = command.run(|done, total| {

@@ -1,12 +1,14 @@
 //! Reading manifests as people keep them: files and directories (searched
 //! recursively for `*.yaml`, `*.yml` and `*.json`, each file once, links
-//! followed, hidden directories left out), standard input (`-`),
-//! multi-document YAML, and `kind: List` (what `kubectl get -o yaml`
-//! writes). A repository holds more than manifests: a document without a
-//! `kind` (a chart's `Chart.yaml`, `package.json`) is named in a note and
-//! skipped, a Kustomization or a Helm template gets a note saying how to
-//! render it; a document that is meant as an object but cannot be used is
-//! reported with its file and line, and the rest is read on.
+//! followed; hidden directories left out, and said to be, unless asked
+//! for), standard input (`-`), multi-document YAML, and `kind: List` (what
+//! `kubectl get -o yaml` writes). A repository holds more than manifests: a
+//! document without a `kind` (`package.json`) is named in a note and
+//! skipped; a Helm chart, a Kustomization with the patches it names, and a
+//! document holding template syntax get a note saying how to render them
+//! (`claims`, `templates`); a document that is meant as an object but
+//! cannot be used is reported with its file and line, and the rest is read
+//! on. The document is the unit: nothing in one hides another.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -15,11 +17,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+mod claims;
 mod cut;
 mod documents;
 mod json;
 mod stream;
+mod templates;
 
+use claims::{Claim, Claims};
 use documents::Found;
 
 /// Where a document or object came from: a file (or `-`) and the line its
@@ -92,19 +97,28 @@ impl Inputs {
     }
 }
 
+/// How directories are searched.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Search {
+    /// Read hidden directories too (`.config/`), as `kubectl apply -R`
+    /// does; left out otherwise, with a note that names them.
+    pub hidden: bool,
+}
+
 /// Reads every input (paths to files or directories, or `-` for stdin),
 /// all of it held at once.
 pub fn read_inputs(inputs: &[String]) -> Inputs {
     let mut read = Inputs::default();
-    read_each(inputs, &mut |input| read.take(input));
+    read_each(inputs, Search::default(), &mut |input| read.take(input));
     read
 }
 
 /// Reads every input, handing out what it holds as it is read: no more
 /// than one object of a file is held at once (`stream`).
-pub fn read_each(inputs: &[String], found: &mut dyn FnMut(Input)) {
+pub fn read_each(inputs: &[String], search: Search, found: &mut dyn FnMut(Input)) {
     // Each file once, however many inputs or links lead to it.
     let mut seen = HashSet::new();
+    let mut claims = Claims::default();
     for input in inputs {
         if input == "-" {
             // Spooled to a file: the stream is read twice, and never held.
@@ -114,22 +128,124 @@ pub fn read_each(inputs: &[String], found: &mut dyn FnMut(Input)) {
                 Ok(file)
             });
             match spooled {
-                Ok(file) => read_stream("-", None, file, found),
+                Ok(file) => read_stream("-", file, found),
                 Err(e) => found(Input::Unusable(whole("-", format!("cannot read: {e}")))),
             }
             continue;
         }
         let path = Path::new(input);
         if path.is_dir() {
-            for file in walk(path, found) {
+            let files = walk(path, search, found);
+            // A kustomization may name files beside or below another
+            // directory of the walk, read before it.
+            let mut kustomized = HashSet::new();
+            for file in &files {
+                if is_kustomization(file) {
+                    kustomized.insert(file.clone());
+                    claims.learn(file);
+                }
+            }
+            for file in files {
                 if first_time(&file, &mut seen) {
-                    read_file(&file, found);
+                    read_claimed(&file, &mut claims, &kustomized, found);
                 }
             }
         } else if first_time(path, &mut seen) {
-            read_file(path, found);
+            let alone = HashSet::new();
+            read_claimed(path, &mut claims, &alone, found);
         }
     }
+}
+
+fn is_kustomization(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|name| claims::KUSTOMIZATIONS.iter().any(|k| name == *k))
+}
+
+/// Reads `file` unless a tool claims it: a chart is noted once, a
+/// kustomization with what it names; a file a kustomization names is
+/// noted on its own only when that kustomization is not in `kustomized`
+/// (the files read with it), which notes it.
+fn read_claimed(
+    file: &Path,
+    claims: &mut Claims,
+    kustomized: &HashSet<PathBuf>,
+    found: &mut dyn FnMut(Input),
+) {
+    let name = file.display().to_string();
+    let note = |text: String| {
+        Input::Note(Note {
+            source: file_source(&name, 1),
+            text,
+            unrendered: true,
+        })
+    };
+    match claims.of(file) {
+        Some(Claim::Chart(chart)) => {
+            if claims.first_note(&chart) {
+                let chart = shown_as(file, &chart);
+                found(Input::Note(Note {
+                    source: file_source(&chart.join("Chart.yaml").display().to_string(), 1),
+                    text: format!(
+                        "a Helm chart: its files are not judged as they stand; check what it \
+                         renders with `helm template RELEASE {} | policy-runner check … -`",
+                        chart.display()
+                    ),
+                    unrendered: true,
+                }));
+            }
+        }
+        Some(Claim::Kustomization(kustomization, field)) => {
+            let in_input = kustomized
+                .iter()
+                .any(|k| std::fs::canonicalize(k).is_ok_and(|k| k == kustomization));
+            if !in_input {
+                let dir = shown_as(file, kustomization.parent().unwrap_or(Path::new("/")));
+                found(note(format!(
+                    "named under `{field}` by {}: the kustomization's input, not judged alone; \
+                     check what `kubectl kustomize {} | policy-runner check … -` renders",
+                    kustomization.display(),
+                    dir.display()
+                )));
+            }
+        }
+        None if is_kustomization(file) => {
+            let dir = file.parent().map_or_else(|| ".".into(), Path::to_path_buf);
+            let dir = match dir.as_os_str().is_empty() {
+                true => PathBuf::from("."),
+                false => dir,
+            };
+            let named = claims.learn(file).len();
+            let with = match named {
+                0 => String::new(),
+                1 => " (with the 1 file it names as its input)".to_string(),
+                n => format!(" (with the {n} files it names as its input)"),
+            };
+            found(note(format!(
+                "a Kustomization{with}: check what it renders with `kubectl kustomize {} | \
+                 policy-runner check … -`",
+                dir.display()
+            )));
+        }
+        None => read_file(file, found),
+    }
+}
+
+/// `dir` (a real path) as the user named the way to it: relative to the
+/// current directory when `file` was given so, for notes a user can paste.
+fn shown_as(file: &Path, dir: &Path) -> PathBuf {
+    if file.is_absolute() {
+        return dir.to_path_buf();
+    }
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| std::fs::canonicalize(cwd).ok())
+        .and_then(|cwd| dir.strip_prefix(cwd).ok().map(Path::to_path_buf))
+        .map(|dir| match dir.as_os_str().is_empty() {
+            true => PathBuf::from("."),
+            false => dir,
+        })
+        .unwrap_or_else(|| dir.to_path_buf())
 }
 
 /// Whether `path` is read for the first time; a path that cannot be
@@ -151,13 +267,21 @@ fn whole(file: &str, reason: String) -> Unusable {
 
 /// The manifest files below `dir`, at any depth, sorted by name: links
 /// followed, each directory walked once, a link back to a directory it is
-/// in noted and not followed again, hidden directories (`.github`, `.git`)
-/// left out.
-fn walk(dir: &Path, found: &mut dyn FnMut(Input)) -> Vec<PathBuf> {
-    let hidden = |entry: &walkdir::DirEntry| {
-        entry.depth() > 0
-            && entry.file_type().is_dir()
-            && entry.file_name().to_string_lossy().starts_with('.')
+/// in noted and not followed again, hidden directories (`.github`,
+/// `.config`) left out unless `search` asks for them, and named in a note
+/// when they hold manifest files (`.git` is git's, and never read).
+fn walk(dir: &Path, search: Search, found: &mut dyn FnMut(Input)) -> Vec<PathBuf> {
+    let mut left_out = Vec::new();
+    let mut hidden = |entry: &walkdir::DirEntry| {
+        let name = entry.file_name().to_string_lossy();
+        let hidden = entry.depth() > 0 && entry.file_type().is_dir() && name.starts_with('.');
+        if hidden && name != ".git" && !search.hidden {
+            let files = manifest_files(entry.path());
+            if files > 0 {
+                left_out.push((entry.path().display().to_string(), files));
+            }
+        }
+        hidden && (name == ".git" || !search.hidden)
     };
     // A directory that two links lead to is walked once.
     let mut walked = HashSet::new();
@@ -174,14 +298,8 @@ fn walk(dir: &Path, found: &mut dyn FnMut(Input)) -> Vec<PathBuf> {
     for entry in entries {
         match entry {
             Ok(entry) => {
-                let path = entry.path();
-                if entry.file_type().is_file()
-                    && matches!(
-                        path.extension().and_then(|e| e.to_str()),
-                        Some("yaml" | "yml" | "json")
-                    )
-                {
-                    files.push(path.to_path_buf());
+                if entry.file_type().is_file() && is_manifest_file(entry.path()) {
+                    files.push(entry.path().to_path_buf());
                 }
             }
             Err(e) => {
@@ -202,7 +320,40 @@ fn walk(dir: &Path, found: &mut dyn FnMut(Input)) -> Vec<PathBuf> {
             }
         }
     }
+    if !left_out.is_empty() {
+        let each: Vec<String> = left_out
+            .iter()
+            .map(|(dir, n)| format!("{dir} ({n} file{})", if *n == 1 { "" } else { "s" }))
+            .collect();
+        found(Input::Note(Note {
+            source: file_source(&dir.display().to_string(), 1),
+            text: format!(
+                "hidden directories left out: {}; `kubectl apply -R` reads them, `--hidden` \
+                 checks them too",
+                each.join(", ")
+            ),
+            unrendered: false,
+        }));
+    }
     files
+}
+
+/// Whether `path` is named as a manifest file is.
+fn is_manifest_file(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml" | "json")
+    ) || is_kustomization(path)
+}
+
+/// How many manifest files `dir` holds, at any depth.
+fn manifest_files(dir: &Path) -> usize {
+    walkdir::WalkDir::new(dir)
+        .follow_links(true)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_file() && is_manifest_file(entry.path()))
+        .count()
 }
 
 fn file_source(file: &str, line: usize) -> Source {
@@ -213,38 +364,10 @@ fn file_source(file: &str, line: usize) -> Source {
     }
 }
 
-/// Why a file is not read as manifests, and what to run instead: a
-/// Kustomization and a Helm chart describe objects that their tool makes.
-fn rendered_by_a_tool(path: &Path) -> Option<String> {
-    let name = path.file_name()?.to_string_lossy();
-    let dir = path
-        .parent()
-        .map_or_else(|| ".".to_string(), |d| d.display().to_string());
-    let dir = if dir.is_empty() { ".".to_string() } else { dir };
-    if matches!(
-        name.as_ref(),
-        "kustomization.yaml" | "kustomization.yml" | "Kustomization"
-    ) {
-        return Some(format!(
-            "a Kustomization: check what it renders with `kubectl kustomize {dir} | policy-runner check … -`"
-        ));
-    }
-    if name == "Chart.yaml" {
-        return Some(format!(
-            "a Helm chart: check what it renders with `helm template RELEASE {dir} | policy-runner check … -`"
-        ));
-    }
-    None
-}
-
-/// The note on a template: an input that holds `{{` and does not parse.
-const TEMPLATE: &str = "a template (it holds `{{` and does not parse as YAML): check what it \
-     renders, for a Helm chart with `helm template RELEASE CHART | policy-runner check … -`";
-
 fn read_file(path: &Path, found: &mut dyn FnMut(Input)) {
     let name = path.display().to_string();
     match std::fs::File::open(path) {
-        Ok(file) => read_stream(&name, Some(path), file, found),
+        Ok(file) => read_stream(&name, file, found),
         Err(e) => found(Input::Unusable(whole(&name, format!("cannot read: {e}")))),
     }
 }
@@ -257,37 +380,15 @@ pub fn documents(text: &str) -> Vec<(usize, Result<Value, String>)> {
 
 /// Reads one input's text, document by document.
 pub fn read_text(file: &str, text: &str, read: &mut Inputs) {
-    read_stream(file, None, Cursor::new(text.as_bytes()), &mut |input| {
+    read_stream(file, Cursor::new(text.as_bytes()), &mut |input| {
         read.take(input)
     });
 }
 
-/// Reads one input, `path` when it is a file of that name.
-fn read_stream(
-    file: &str,
-    path: Option<&Path>,
-    input: impl Read + Seek,
-    found: &mut dyn FnMut(Input),
-) {
+/// Reads one input, document by document.
+fn read_stream(file: &str, input: impl Read + Seek, found: &mut dyn FnMut(Input)) {
     let mut input = BufReader::new(input);
     let read = stream::scan(&mut input).and_then(|scan| {
-        // A file is skipped by its name (a Kustomization, a chart), or,
-        // whether it is a file or standard input, as a template.
-        let skipped = match path.and_then(rendered_by_a_tool) {
-            Some(text) => Some(text),
-            None if scan.template && !stream::parses(&mut input, &scan)? => {
-                Some(TEMPLATE.to_string())
-            }
-            None => None,
-        };
-        if let Some(text) = skipped {
-            found(Input::Note(Note {
-                source: file_source(file, 1),
-                text,
-                unrendered: true,
-            }));
-            return Ok(());
-        }
         stream::read(&mut input, &scan, &mut |document| match document {
             Found::Document(line, Ok(value)) => {
                 take_document(value, file_source(file, line), found)
@@ -301,8 +402,13 @@ fn read_stream(
                     item: Some(index),
                     ..file_source(file, line)
                 };
-                take_object(value, source, found)
+                take_item(value, source, found)
             }
+            Found::Template(line, template) => found(Input::Note(Note {
+                source: file_source(file, line),
+                text: templates::note(&template),
+                unrendered: true,
+            })),
         })
     });
     if let Err(e) = read {
@@ -317,28 +423,56 @@ fn take_document(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
     if value.is_null() {
         return;
     }
-    let list = value["kind"]
-        .as_str()
-        .is_some_and(|kind| kind.ends_with("List"));
-    if list && value.get("items").is_some() {
-        match value.get("items").and_then(Value::as_array) {
-            Some(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    let source = Source {
-                        item: Some(i),
-                        ..source.clone()
-                    };
-                    take_object(item.clone(), source, found);
-                }
-            }
-            None => found(Input::Unusable(Unusable {
-                source,
-                reason: "a List whose `items` is not a list".to_string(),
-            })),
-        }
-        return;
+    match is_list(&value) {
+        true => take_items(&value, &source, found),
+        false => take_object(value, source, found),
     }
-    take_object(value, source, found);
+}
+
+/// Whether `value` is a List: a kind that ends so, with `items`.
+fn is_list(value: &Value) -> bool {
+    value["kind"]
+        .as_str()
+        .is_some_and(|kind| kind.ends_with("List"))
+        && value.get("items").is_some()
+}
+
+/// A List's items, each at its place in it, of the list's kind where
+/// they name none (`documents::of_the_list`).
+fn take_items(list: &Value, source: &Source, found: &mut dyn FnMut(Input)) {
+    let Some(items) = list["items"].as_array() else {
+        found(Input::Unusable(Unusable {
+            source: source.clone(),
+            reason: "a List whose `items` is not a list".to_string(),
+        }));
+        return;
+    };
+    let no_fields = serde_json::Map::new();
+    let fields = list.as_object().unwrap_or(&no_fields);
+    for (i, item) in items.iter().enumerate() {
+        let source = Source {
+            item: Some(i),
+            ..source.clone()
+        };
+        let mut item = item.clone();
+        documents::of_the_list(fields, &mut item);
+        take_item(item, source, found);
+    }
+}
+
+/// An item of a List: kubectl reads no List inside a List (it refuses the
+/// whole List that holds one: its other items are judged here, and the run
+/// exits 2).
+fn take_item(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
+    match is_list(&value) {
+        true => found(Input::Unusable(Unusable {
+            source,
+            reason: "a List inside a List, which kubectl refuses with the whole List that holds \
+                     it: give its items to the outer List"
+                .to_string(),
+        })),
+        false => take_object(value, source, found),
+    }
 }
 
 /// A document of the input: an object to check, or no object at all (a
@@ -352,6 +486,14 @@ fn take_object(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
                 what(&value)
             ),
             unrendered: false,
+        }));
+        return;
+    }
+    if let Some(template) = templates::in_metadata(&value) {
+        found(Input::Note(Note {
+            source,
+            text: templates::note(&template),
+            unrendered: true,
         }));
         return;
     }
@@ -396,19 +538,27 @@ fn object_problem(value: &Value) -> Option<String> {
     match (text("apiVersion"), text("kind")) {
         (_, None) => Some("not a Kubernetes object: no `kind`".to_string()),
         (None, _) => Some("not a Kubernetes object: no `apiVersion`".to_string()),
-        (Some(_), Some(_)) => match object.get("metadata") {
-            Some(Value::Object(metadata)) => match metadata.get("name") {
-                Some(Value::String(name)) if !name.is_empty() => {
-                    strings_only(metadata).or_else(|| incomplete(value))
-                }
-                _ if metadata.get("generateName").is_some_and(Value::is_string) => {
-                    strings_only(metadata).or_else(|| incomplete(value))
-                }
-                _ => Some("no `metadata.name`".to_string()),
-            },
-            _ => Some("no `metadata`".to_string()),
-        },
+        (Some(api_version), Some(kind)) => super::objects::served::refusal(api_version, kind)
+            .or_else(|| metadata_problem(value, object)),
     }
+}
+
+/// Why the API server refuses `value`'s metadata, or the object for it.
+fn metadata_problem(value: &Value, object: &serde_json::Map<String, Value>) -> Option<String> {
+    let Some(Value::Object(metadata)) = object.get("metadata") else {
+        return Some("no `metadata`".to_string());
+    };
+    let named = metadata
+        .get("name")
+        .and_then(Value::as_str)
+        .is_some_and(|name| !name.is_empty())
+        || metadata.get("generateName").is_some_and(Value::is_string);
+    if !named {
+        return Some("no `metadata.name`".to_string());
+    }
+    strings_only("", metadata)
+        .or_else(|| nested_strings_only(value))
+        .or_else(|| incomplete(value))
 }
 
 /// Why the API server would refuse a workload that lacks what its kind
@@ -429,27 +579,72 @@ fn incomplete(object: &Value) -> Option<String> {
 /// The API server takes only strings as annotation and label values
 /// (`map[string]string`): it refuses an object with `owner: 1` before any
 /// policy sees it, so the check does not judge one.
-fn strings_only(metadata: &serde_json::Map<String, Value>) -> Option<String> {
+/// `at` is where the metadata is (`spec.template.`), `""` at the top.
+fn strings_only(at: &str, metadata: &serde_json::Map<String, Value>) -> Option<String> {
     for field in ["annotations", "labels"] {
         match metadata.get(field) {
             None | Some(Value::Null) => {}
             Some(Value::Object(map)) => {
                 if let Some((key, value)) = map.iter().find(|(_, v)| !v.is_string()) {
                     return Some(format!(
-                        "`metadata.{field}` \"{key}\" is {}, and the API server takes only strings: quote it",
+                        "`{at}metadata.{field}` \"{key}\" is {}, and the API server takes only strings: quote it",
                         what(value)
                     ));
                 }
             }
             Some(other) => {
                 return Some(format!(
-                    "`metadata.{field}` is {}, not a mapping",
+                    "`{at}metadata.{field}` is {}, not a mapping",
                     what(other)
                 ));
             }
         }
     }
     None
+}
+
+/// The same of the metadata nested in a Kubernetes object's `spec` (a pod
+/// template's, a job template's, a claim template's): every `metadata` of
+/// Kubernetes' own types is an ObjectMeta, decoded as strictly as the
+/// object's own (`sidecar.istio.io/inject: false` in a pod template is
+/// refused as it is at the top). A custom resource's schema is its CRD's,
+/// which the check does not know.
+fn nested_strings_only(object: &Value) -> Option<String> {
+    let (group, _) = super::objects::group_version(object["apiVersion"].as_str()?);
+    if !super::objects::kubernetes_group(group) {
+        return None;
+    }
+    fn walk(value: &Value, at: &mut String) -> Option<String> {
+        let len = at.len();
+        let found = match value {
+            Value::Object(map) => map.iter().find_map(|(key, value)| {
+                at.push_str(key);
+                let found = match (key.as_str(), value) {
+                    ("metadata", Value::Object(metadata)) => {
+                        at.truncate(len);
+                        strings_only(at, metadata)
+                    }
+                    _ => {
+                        at.push('.');
+                        walk(value, at)
+                    }
+                };
+                at.truncate(len);
+                found
+            }),
+            Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+                at.truncate(len.saturating_sub(1));
+                at.push_str(&format!("[{i}]."));
+                let found = walk(item, at);
+                at.truncate(len);
+                found
+            }),
+            _ => None,
+        };
+        at.truncate(len);
+        found
+    }
+    walk(object.get("spec")?, &mut "spec.".to_string())
 }
 
 fn what(value: &Value) -> &'static str {
@@ -531,47 +726,176 @@ mod tests {
         assert_eq!(read.manifests.len(), 1);
     }
 
-    /// A `{{` is content in a file that parses (in a quoted string, a
-    /// comment, a block scalar); a file holding one that does not parse is
-    /// a template, skipped with a note. A file and standard input (read as
-    /// `read_text` reads it) find the same in the same bytes.
+    /// A `{{` is content where it parses (in a quoted string, a comment, a
+    /// block scalar); a document holding one that does not parse, or one
+    /// in a name or a key, is a template, noted at its own line. A file and
+    /// standard input (read as `read_text` reads it) find the same in the
+    /// same bytes.
     #[test]
-    fn a_template_is_what_holds_braces_and_does_not_parse() {
+    fn a_template_is_a_document_not_a_file() {
         let parses = [
             "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: i\n    args: [\"--log-format\", \"{{.Time}}\"]\n",
             "# rendered from {{ .Values.image }}\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dashboards}\ndata:\n  pods.json: |\n    {\"legendFormat\": \"{{pod}}\"}\n",
-            "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"{{x}}\"}}\n",
+            "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"c\", \"annotations\": {\"a\": \"{{x}}\"}}}\n",
         ];
-        let templates = [
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n",
-            "{{- if .Values.enabled }}\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n{{- end }}\n",
-            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nmetadata:\n  labels:\n    {{- include \"labels\" . | nindent 4 }}\n",
+        // Each with the notes' lines and what they say, and how many
+        // objects stand around them.
+        type Expected<'a> = (&'a str, &'a [(usize, &'a str)], usize);
+        let templates: [Expected; 5] = [
+            (
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n",
+                &[(1, "`{{` ")],
+                0,
+            ),
+            (
+                "{{- if .Values.enabled }}\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n{{- end }}\n",
+                &[(1, "`{{` at line 1, Helm's syntax")],
+                0,
+            ),
+            (
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nmetadata:\n  labels:\n    {{- include \"labels\" . | nindent 4 }}\n",
+                &[(5, "`{{` at line 7, Helm's syntax")],
+                1,
+            ),
+            (
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: \"{{ .Release.Name }}-web\"\n",
+                &[(1, "`{{` in `metadata.name`, Helm's syntax")],
+                0,
+            ),
+            (
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: ${NAMESPACE:-default}\n",
+                &[(1, "`${` in `metadata.namespace`, envsubst's syntax")],
+                0,
+            ),
         ];
         let dir = std::env::temp_dir().join(format!("templates-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        for (i, text) in parses.iter().chain(&templates).enumerate() {
+        let texts = parses.iter().chain(templates.iter().map(|t| &t.0));
+        for (i, text) in texts.enumerate() {
             let path = dir.join(format!("{i}.yaml"));
             std::fs::write(&path, text).unwrap();
             let mut from_file = Inputs::default();
-            read_each(&[path.display().to_string()], &mut |input| {
-                from_file.take(input)
-            });
+            read_each(
+                &[path.display().to_string()],
+                Search::default(),
+                &mut |input| from_file.take(input),
+            );
             let from_stdin = read(text);
             assert_eq!(found(&from_file), found(&from_stdin), "{text}");
-            let (objects, unusable, notes) = found(&from_stdin);
-            match i < parses.len() {
-                true => {
-                    assert_eq!((objects.len(), notes.len()), (1, 0), "{text}");
-                    assert!(unusable.is_empty(), "{text}: {unusable:?}");
+            let (objects, unusable, _) = found(&from_stdin);
+            assert!(unusable.is_empty(), "{text}: {unusable:?}");
+            match templates.iter().find(|t| t.0 == *text) {
+                None => {
+                    assert_eq!((objects.len(), from_stdin.notes.len()), (1, 0), "{text}")
                 }
-                false => {
-                    assert_eq!(objects.len() + unusable.len(), 0, "{text}");
-                    assert_eq!(notes, [(TEMPLATE.to_string(), true)], "{text}");
+                Some((_, notes, objects_around)) => {
+                    assert_eq!(objects.len(), *objects_around, "{text}");
+                    assert_eq!(from_stdin.notes.len(), notes.len(), "{text}");
+                    for (note, (line, says)) in from_stdin.notes.iter().zip(notes.iter()) {
+                        assert_eq!(note.source.line, *line, "{text}");
+                        assert!(note.unrendered);
+                        assert!(note.text.contains(says), "{text}: {}", note.text);
+                    }
                 }
             }
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A rendered file whose one document is broken hides none of the
+    /// others, whatever `{{` the others hold in their values.
+    #[test]
+    fn one_broken_document_hides_no_other() {
+        let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: rules}\ndata:\n  alert: \"{{ $labels.instance }} is down\"\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: broken\n---\napiVersion: v1\nkind: Service\nmetadata: {name: web}\n";
+        let read = read(text);
+        assert_eq!(read.manifests.len(), 2, "{:?}", read.unusable);
+        assert_eq!(read.unusable.len(), 1);
+        assert_eq!(read.unusable[0].source.line, 10, "{:?}", read.unusable);
+        assert!(read.notes.is_empty(), "{:?}", read.notes);
+    }
+
+    /// A chart's files are noted once and judged never; a kustomization
+    /// notes the patches it names, which are not judged alone; a hidden
+    /// directory is named, and read when asked for.
+    #[test]
+    fn what_a_tool_owns_and_hidden_directories() {
+        let root = std::env::temp_dir().join(format!("owned-{}", std::process::id()));
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n";
+        for (path, text) in [
+            ("chart/Chart.yaml", "apiVersion: v2\nname: web\n"),
+            ("chart/values.yaml", "replicas: 1\n"),
+            ("chart/templates/pod.yaml", pod),
+            (
+                "overlay/kustomization.yaml",
+                "resources: [pod.yaml]\npatches:\n- path: patch.yaml\n",
+            ),
+            ("overlay/pod.yaml", pod),
+            (
+                "overlay/patch.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n",
+            ),
+            (".config/pod.yaml", pod),
+            (".git/config.yaml", pod),
+        ] {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let at = |path: &str| root.join(path).display().to_string();
+        let run = |inputs: &[String], hidden: bool| {
+            let mut read = Inputs::default();
+            read_each(inputs, Search { hidden }, &mut |input| read.take(input));
+            read
+        };
+        let read = run(&[at("")], false);
+        let files: Vec<&str> = read
+            .manifests
+            .iter()
+            .map(|m| m.source.file.as_str())
+            .collect();
+        assert_eq!(files, [at("overlay/pod.yaml")], "{:?}", read.unusable);
+        assert!(read.unusable.is_empty(), "{:?}", read.unusable);
+        let notes: Vec<(String, &str)> = read
+            .notes
+            .iter()
+            .map(|n| (n.source.file.clone(), n.text.as_str()))
+            .collect();
+        assert_eq!(notes.len(), 3, "{notes:#?}");
+        assert!(
+            notes[0].1.starts_with("hidden directories left out: ")
+                && notes[0].1.contains(".config (1 file)")
+                && !notes[0].1.contains(".git"),
+            "{notes:?}"
+        );
+        let chart = std::fs::canonicalize(root.join("chart")).unwrap();
+        assert_eq!(notes[1].0, chart.join("Chart.yaml").display().to_string());
+        assert!(notes[1].1.starts_with("a Helm chart"), "{notes:?}");
+        assert_eq!(notes[2].0, at("overlay/kustomization.yaml"));
+        assert!(
+            notes[2]
+                .1
+                .starts_with("a Kustomization (with the 1 file it names as its input)"),
+            "{notes:?}"
+        );
+        // Hidden directories read when asked; `.git` never.
+        let read = run(&[at("")], true);
+        assert_eq!(read.manifests.len(), 2);
+        assert_eq!(read.notes.len(), 2);
+        // A patch given alone is noted as the kustomization's.
+        let read = run(&[at("overlay/patch.yaml")], false);
+        assert!(read.manifests.is_empty() && read.unusable.is_empty());
+        assert!(
+            read.notes[0].text.starts_with("named under `patches` by "),
+            "{:?}",
+            read.notes
+        );
+        assert!(read.notes[0].unrendered);
+        // A chart's template given alone is the chart's.
+        let read = run(&[at("chart/templates/pod.yaml")], false);
+        assert!(read.manifests.is_empty());
+        assert!(read.notes[0].text.starts_with("a Helm chart"));
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
@@ -582,8 +906,32 @@ mod tests {
         assert_eq!(read.manifests.len(), 1, "{:?}", read.unusable);
         assert_eq!(
             read.manifests[0].source.to_string(),
-            "m.yaml:1 (List item 0)"
+            "m.yaml:5 (List item 0)"
         );
+        // An item that leaves them out is of the list's kind and version.
+        let defaulted = super::tests::read(
+            "apiVersion: v1\nkind: ConfigMapList\nitems:\n- metadata: {name: a}\n- kind: Secret\n  metadata: {name: b}\n",
+        );
+        let kinds: Vec<String> = defaulted
+            .manifests
+            .iter()
+            .map(|m| format!("{} {}", m.object["apiVersion"], m.object["kind"]))
+            .collect();
+        assert_eq!(kinds, ["\"v1\" \"ConfigMap\"", "\"v1\" \"Secret\""]);
+    }
+
+    /// kubectl reads no List inside a List.
+    #[test]
+    fn a_list_inside_a_list_is_unusable() {
+        let read = read(
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items: []\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n",
+        );
+        assert_eq!(read.manifests.len(), 1);
+        assert_eq!(
+            read.unusable[0].source.to_string(),
+            "m.yaml:4 (List item 0)"
+        );
+        assert!(read.unusable[0].reason.starts_with("a List inside a List"));
     }
 
     #[test]
@@ -626,7 +974,7 @@ a: [unclosed
         assert_eq!(names, ["ConfigMap", "Pod", "Pod"]);
         assert_eq!(
             read.manifests[1].source.to_string(),
-            "m.yaml:7 (List item 0)"
+            "m.yaml:10 (List item 0)"
         );
         let problems: Vec<String> = read
             .unusable
@@ -636,7 +984,7 @@ a: [unclosed
         assert_eq!(problems.len(), 2, "{problems:#?}");
         assert_eq!(
             problems[0],
-            "m.yaml:7 (List item 1): not a Kubernetes object: a string"
+            "m.yaml:14 (List item 1): not a Kubernetes object: a string"
         );
         assert!(
             problems[1].starts_with("m.yaml:28: not YAML")
@@ -694,6 +1042,20 @@ a: [unclosed
             "  annotations:\n    example.com/owner: \"1\"\n  labels: null\n",
         ));
         assert_eq!(fine.manifests.len(), 1, "{:?}", fine.unusable);
+        // Nested: a pod template's, a claim template's; a custom
+        // resource's nested metadata is its CRD's business.
+        let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata:\n      annotations:\n        sidecar.istio.io/inject: false\n    spec: {containers: [{name: c, image: i}]}\n";
+        assert_eq!(
+            read(deployment).unusable[0].reason,
+            "`spec.template.metadata.annotations` \"sidecar.istio.io/inject\" is a boolean, and the API server takes only strings: quote it"
+        );
+        let claims = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\nspec:\n  selector: {matchLabels: {a: b}}\n  template: {spec: {containers: [{name: c, image: i}]}}\n  volumeClaimTemplates:\n  - metadata: {name: ok}\n  - metadata: {name: data, labels: {size: 1}}\n";
+        assert_eq!(
+            read(claims).unusable[0].reason,
+            "`spec.volumeClaimTemplates[1].metadata.labels` \"size\" is a number, and the API server takes only strings: quote it"
+        );
+        let custom = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec:\n  metadata: {annotations: {on: true}}\n";
+        assert_eq!(read(custom).manifests.len(), 1);
     }
 
     #[test]

@@ -33,8 +33,9 @@ use serde_json::{Map, Value, json};
 
 mod kinds;
 mod names;
+pub mod served;
 
-pub use kinds::{group_version, namespaced, resource};
+pub use kinds::{group_version, kubernetes_group, namespaced, resource};
 pub use names::{ILLUSTRATIVE_SUFFIX, generated_name};
 use names::{indexed_pod_base, template_hash};
 
@@ -62,7 +63,11 @@ pub struct Controller {
     /// names are those of Kubernetes' bootstrap RBAC policy
     /// (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go`).
     pub account: &'static str,
-    /// The objects it creates from one it owns.
+    /// Why it makes nothing from an object it owns now, by the object's
+    /// choice (paused, suspended): said, since nothing it would make is
+    /// checked.
+    idle: fn(&Value) -> Option<&'static str>,
+    /// The objects it creates from one it owns, unless it is idle.
     makes: fn(&Value) -> Vec<Value>,
 }
 
@@ -83,11 +88,13 @@ pub static CONTROLLERS: [Controller; 7] = [
             containers: TEMPLATE,
         },
         account: "deployment-controller",
-        // A paused Deployment's controller makes no new ReplicaSet.
-        makes: |d| match d["spec"]["paused"] == true {
-            true => vec![],
-            false => vec![deployment_replicaset(d)],
+        idle: |d| {
+            (d["spec"]["paused"] == true).then_some(
+                "is paused (`spec.paused: true`): its controller makes no ReplicaSet until it \
+                 is resumed, so none is checked",
+            )
         },
+        makes: |d| vec![deployment_replicaset(d)],
     },
     Controller {
         owns: "ReplicaSet",
@@ -97,6 +104,7 @@ pub static CONTROLLERS: [Controller; 7] = [
             containers: TEMPLATE,
         },
         account: "replicaset-controller",
+        idle: |_| None,
         makes: |rs| pods_if_scaled(rs, None),
     },
     Controller {
@@ -107,6 +115,7 @@ pub static CONTROLLERS: [Controller; 7] = [
             containers: TEMPLATE,
         },
         account: "replication-controller",
+        idle: |_| None,
         makes: |rc| pods_if_scaled(rc, None),
     },
     Controller {
@@ -117,6 +126,7 @@ pub static CONTROLLERS: [Controller; 7] = [
             containers: TEMPLATE,
         },
         account: "daemon-set-controller",
+        idle: |_| None,
         makes: |ds| vec![pod(ds, None)],
     },
     Controller {
@@ -127,6 +137,7 @@ pub static CONTROLLERS: [Controller; 7] = [
             containers: TEMPLATE,
         },
         account: "statefulset-controller",
+        idle: |_| None,
         // Ordinal 0's claims, then its Pod, as the controller makes them.
         makes: |sts| match replicas(sts) {
             0 => vec![],
@@ -145,13 +156,15 @@ pub static CONTROLLERS: [Controller; 7] = [
             containers: TEMPLATE,
         },
         account: "job-controller",
-        makes: |job| {
-            let spec = &job["spec"];
-            let parallelism = spec["parallelism"].as_u64().unwrap_or(1);
-            match spec["suspend"] == true || parallelism == 0 {
-                true => vec![],
-                false => vec![pod(job, None)],
-            }
+        idle: |job| {
+            (job["spec"]["suspend"] == true).then_some(
+                "is suspended (`spec.suspend: true`): its controller makes no Pod until it is \
+                 resumed, so none is checked",
+            )
+        },
+        makes: |job| match job["spec"]["parallelism"].as_u64().unwrap_or(1) {
+            0 => vec![],
+            _ => vec![pod(job, None)],
         },
     },
     Controller {
@@ -162,10 +175,13 @@ pub static CONTROLLERS: [Controller; 7] = [
             containers: JOB_TEMPLATE,
         },
         account: "cronjob-controller",
-        makes: |cj| match cj["spec"]["suspend"] == true {
-            true => vec![],
-            false => vec![cronjob_job(cj)],
+        idle: |cj| {
+            (cj["spec"]["suspend"] == true).then_some(
+                "is suspended (`spec.suspend: true`): its controller makes no Job until it is \
+                 resumed, so none is checked",
+            )
         },
+        makes: |cj| vec![cronjob_job(cj)],
     },
 ];
 
@@ -228,6 +244,13 @@ pub fn missing_required(object: &Value) -> Vec<String> {
         ));
     }
     missing
+}
+
+/// Why the controller of `object` makes nothing from it now, if it is
+/// paused or suspended.
+pub fn idle(object: &Value) -> Option<&'static str> {
+    let controller = controller_of(object["kind"].as_str()?)?;
+    (controller.idle)(object)
 }
 
 /// The controller that makes objects from objects of `kind`, if any.
@@ -369,7 +392,9 @@ pub fn candidates(manifest: &Value, admission: &Admission, owners: &Owners) -> V
                 chain
             };
             let kind = parent.object["kind"].as_str().unwrap_or_default();
-            if let Some(controller) = controller_of(kind) {
+            if let Some(controller) = controller_of(kind)
+                && (controller.idle)(&parent.object).is_none()
+            {
                 for child in (controller.makes)(&parent.object) {
                     out.push(Candidate {
                         object: child,

@@ -64,9 +64,10 @@ pub fn github(outcome: &Outcome, mode: &str) -> String {
         "error"
     };
     for row in shown(outcome, true) {
-        let title = match row.derived_from.is_empty() {
-            true => row.object.clone(),
-            false => format!("{} (from {})", row.object, row.derived_from.join(" → ")),
+        let title = match (row.derived_from.is_empty(), row.audited) {
+            (true, false) => row.object.clone(),
+            (true, true) => format!("{} (judged as an audit)", row.object),
+            (false, _) => format!("{} (from {})", row.object, row.derived_from.join(" → ")),
         };
         command(
             rejection,
@@ -120,6 +121,9 @@ pub fn junit(outcome: &Outcome, policy: &str) -> String {
                     ">\n      <failure type=\"rejected\" message=\"{}\">{}</failure>\n    </testcase>\n",
                     xml(row.message.as_deref().unwrap_or("rejected")),
                     xml(&match row.derived_from.is_empty() {
+                        true if row.audited => {
+                            format!("{} at {}, judged as an audit", row.object, row.source)
+                        }
                         true => format!("{} at {}", row.object, row.source),
                         false => format!(
                             "{} from {} at {}",
@@ -254,6 +258,8 @@ pub fn json(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
     struct JsonRow<'o> {
         allowed: bool,
         annotations: &'o [String],
+        /// Judged as an audit: a stored object, sent with no sender.
+        audit: bool,
         derived_from: &'o [String],
         message: &'o Option<String>,
         object: &'o str,
@@ -290,6 +296,7 @@ pub fn json(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
             .map(|row| JsonRow {
                 allowed: row.accepted,
                 annotations: &row.annotations,
+                audit: row.audited,
                 derived_from: &row.derived_from,
                 message: &row.message,
                 object: &row.object,
@@ -364,6 +371,7 @@ mod tests {
             accepted: false,
             message: Some(message.to_string()),
             annotations: Vec::new(),
+            audited: false,
         };
         let namespaced = row(
             "Pod shop/web",

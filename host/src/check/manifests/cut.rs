@@ -36,6 +36,9 @@ pub struct Span {
     /// The line of its first content: past comments, blank lines and
     /// directives; the `---` line itself when the document starts there.
     pub content_line: usize,
+    /// Its content starts on its `---` line (`--- {a: 1}`), which the YAML
+    /// spec allows and kubectl does not.
+    pub on_marker: bool,
     /// Its top-level `items:` block sequence, if it has one.
     pub items: Option<Items>,
 }
@@ -86,6 +89,7 @@ pub struct Cutter {
     start: u64,
     first_line: usize,
     content_line: Option<usize>,
+    on_marker: bool,
     search: Search,
 }
 
@@ -99,6 +103,7 @@ impl Cutter {
             start: offset,
             first_line: 1,
             content_line: None,
+            on_marker: false,
             search: Search::Looking,
         }
     }
@@ -113,6 +118,7 @@ impl Cutter {
             self.start = offset;
             self.first_line = self.number;
             self.content_line = has_content(&line[3..]).then_some(self.number);
+            self.on_marker = self.content_line.is_some();
             return closed;
         }
         if is_marker(line, "...") {
@@ -120,6 +126,7 @@ impl Cutter {
             self.start = self.offset;
             self.first_line = self.number + 1;
             self.content_line = None;
+            self.on_marker = false;
             return closed;
         }
         if self.content_line.is_none() && has_content(line) {
@@ -148,6 +155,7 @@ impl Cutter {
             end,
             first_line: self.first_line,
             content_line: self.content_line?,
+            on_marker: self.on_marker,
             items,
         };
         Some(span)
@@ -215,7 +223,7 @@ fn is_marker(line: &str, marker: &str) -> bool {
 
 /// Whether `line` holds content, not only white space, a comment or a
 /// directive (`%YAML`).
-fn has_content(line: &str) -> bool {
+pub(super) fn has_content(line: &str) -> bool {
     let line = line.trim();
     !(line.is_empty() || line.starts_with('#') || line.starts_with('%'))
 }

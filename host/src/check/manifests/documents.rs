@@ -20,6 +20,25 @@ use super::cut::{self, Span};
 /// text.
 pub type Read = (usize, Result<Value, String>);
 
+/// An item of a typed list (`ConfigMapList`) that leaves out its
+/// `apiVersion` and `kind` is of the list's version and kind, as kubectl
+/// reads it.
+pub fn of_the_list(list: &serde_json::Map<String, Value>, item: &mut Value) {
+    let kind = list.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let (Some(kind), Some(fields)) = (
+        kind.strip_suffix("List").filter(|kind| !kind.is_empty()),
+        item.as_object_mut(),
+    ) else {
+        return;
+    };
+    fields.entry("kind").or_insert_with(|| kind.into());
+    if let Some(api_version) = list.get("apiVersion") {
+        fields
+            .entry("apiVersion")
+            .or_insert_with(|| api_version.clone());
+    }
+}
+
 /// What a file holds, in the order it holds it.
 #[derive(Debug, PartialEq)]
 pub enum Found {
@@ -32,6 +51,9 @@ pub enum Found {
         index: usize,
         value: Value,
     },
+    /// A document that does not parse and holds template syntax, at its
+    /// line.
+    Template(usize, super::templates::Template),
 }
 
 /// Every document of `text`, in order; documents without content (only
@@ -114,6 +136,17 @@ impl<'t> Piece<'t> {
 /// mapping is refused (as kubectl refuses it), merge keys (`<<`) merged. At
 /// the line of its content, or of what is wrong with it.
 pub(super) fn yaml_document(piece: Piece<'_>) -> Read {
+    let without_mark;
+    let piece = match document_mark(piece.text) {
+        Some(at) => {
+            without_mark = [&piece.text[..at], &piece.text[at + '\u{feff}'.len_utf8()..]].concat();
+            Piece {
+                text: &without_mark,
+                ..piece
+            }
+        }
+        None => piece,
+    };
     if let Some(line) = flow_too_deep(piece.text) {
         let line = piece.first_line + line - 1;
         return (line, Err(too_deep(&format!(" at line {line}"))));
@@ -140,6 +173,11 @@ pub(super) fn yaml_document(piece: Piece<'_>) -> Read {
             let line = error
                 .location()
                 .map_or(piece.content_line, |at| piece.first_line + at.line() - 1);
+            // The parser places a key given twice at its mapping: the key's
+            // second place is where to look.
+            let line = duplicate_key(&error.to_string())
+                .and_then(|key| second_place(piece.text, key))
+                .map_or(line, |at| piece.first_line + at - 1);
             let message = in_file_lines(&error.to_string(), piece.first_line - 1);
             let reason = match message.strip_prefix("recursion limit exceeded") {
                 Some(at) => too_deep(at),
@@ -148,6 +186,20 @@ pub(super) fn yaml_document(piece: Piece<'_>) -> Read {
             (line, Err(reason))
         }
     }
+}
+
+/// Where a byte-order mark opens the document (first thing in it, or
+/// first thing after its `---` line): kubectl's reader drops it there, as
+/// the YAML spec allows, and the parser would not.
+fn document_mark(text: &str) -> Option<usize> {
+    if text.starts_with('\u{feff}') {
+        return Some(0);
+    }
+    let (first, rest) = text.split_once('\n')?;
+    let marker = first
+        .strip_prefix("---")
+        .is_some_and(|after| after.trim().is_empty() || after.trim_start().starts_with('#'));
+    (marker && rest.starts_with('\u{feff}')).then_some(first.len() + 1)
 }
 
 /// The parser's depth limit: no manifest nests so deep.
@@ -288,6 +340,57 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
     }
 }
 
+/// The key a `Strict` refusal names, if it is one.
+fn duplicate_key(message: &str) -> Option<&str> {
+    let rest = message.split_once("duplicate entry with key \"")?.1;
+    Some(&rest[..rest.find('"')?])
+}
+
+/// The line (from 1) of the second place of `key` in one block mapping of
+/// `text`: the same column, and no line between them less indented (which
+/// would end the mapping). `None` for a flow mapping, or a key written
+/// otherwise (quoted with escapes): the mapping's line stands.
+fn second_place(text: &str, key: &str) -> Option<usize> {
+    let keyed = |rest: &str| {
+        [key.to_string(), format!("\"{key}\""), format!("'{key}'")]
+            .iter()
+            .any(|written| {
+                rest.strip_prefix(written.as_str())
+                    .is_some_and(|after| after.trim_start_matches([' ', '\t']).starts_with(':'))
+            })
+    };
+    // Open places: (column, line) of the key's first place in a mapping
+    // not yet ended.
+    let mut open: Vec<usize> = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        let rest = &line[indent..];
+        if rest.is_empty() || rest.starts_with('#') {
+            continue;
+        }
+        open.retain(|&column| indent >= column);
+        // Past a sequence's dashes, where a mapping in an entry starts.
+        let (mut column, mut rest) = (indent, rest);
+        loop {
+            if keyed(rest) {
+                match open.contains(&column) {
+                    true => return Some(number + 1),
+                    false => open.push(column),
+                }
+            }
+            match rest.strip_prefix("- ") {
+                Some(after) => {
+                    let spaces = after.len() - after.trim_start_matches(' ').len();
+                    column += 2 + spaces;
+                    rest = &after[spaces..];
+                }
+                None => break,
+            }
+        }
+    }
+    None
+}
+
 /// The YAML parser counts lines from the piece's start: `line N` in its
 /// message becomes the file's line.
 fn in_file_lines(message: &str, offset: usize) -> String {
@@ -333,6 +436,20 @@ mod tests {
         // A `---` inside a value, indented, is no marker; `----` is none.
         assert_eq!(lines_and_values("a: |\n  ---\n").len(), 1);
         assert_eq!(lines_and_values("a: |\n  x\n----: 1\n").len(), 1);
+    }
+
+    /// A byte-order mark may open each document of a stream.
+    #[test]
+    fn a_byte_order_mark_opens_any_document() {
+        let text = "a: 1\n---\n\u{feff}b: 2\n--- # c\r\n\u{feff}c: 3\n";
+        assert_eq!(
+            lines_and_values(text),
+            [
+                (1, json!({"a": 1})),
+                (3, json!({"b": 2})),
+                (5, json!({"c": 3}))
+            ]
+        );
     }
 
     #[test]
@@ -385,6 +502,16 @@ mod tests {
                 .unwrap_err()
                 .contains("duplicate entry with key \"a\"")
         );
+        // At the key's second place, in whichever mapping.
+        for (text, line) in [
+            ("a: 1\nb:\n  a: 2\n  c: 3\n  a: 4\n", 5),
+            ("a: 1\nb: 2\n\n# x\na: 3\n", 5),
+            ("items:\n- name: x\n  name: y\n", 3),
+            ("m:\n  \"k\": 1\n  k: 2\n", 3),
+            ("m: {k: 1, k: 2}\n", 1),
+        ] {
+            assert_eq!(super::read(text)[0].0, line, "{text}");
+        }
     }
 
     fn read_one(text: &str) -> Result<Value, String> {

@@ -14,9 +14,10 @@ use std::io::{self, BufRead, Read, Seek, SeekFrom};
 
 use serde_json::Value;
 
-use super::cut::{Cutter, Span};
+use super::cut::{Cutter, Items, Span, has_content};
 use super::documents::{self, Found, Piece, yaml_document};
 use super::json;
+use super::templates;
 
 /// What a first pass over a stream's lines found.
 #[derive(Debug)]
@@ -24,8 +25,6 @@ pub struct Scan {
     spans: Vec<Span>,
     /// Its first content is `{` or `[`: JSON, read whole.
     json_like: bool,
-    /// It holds `{{`: a template, if it does not parse (`parses`).
-    pub template: bool,
     /// How deep it nests, were it JSON.
     depth: json::Depth,
 }
@@ -37,7 +36,6 @@ pub fn scan(input: &mut impl BufRead) -> io::Result<Scan> {
     let mut scan = Scan {
         spans: Vec::new(),
         json_like: false,
-        template: false,
         depth: json::Depth::default(),
     };
     let mut content_seen = false;
@@ -55,7 +53,6 @@ pub fn scan(input: &mut impl BufRead) -> io::Result<Scan> {
             content_seen = true;
             scan.json_like = text.trim_start().starts_with(['{', '[']);
         }
-        scan.template |= text.contains("{{");
         if scan.json_like {
             scan.depth.line(text);
         }
@@ -79,11 +76,29 @@ pub fn read(
         // `documents` decides.
         let text = text_at(input, 0, u64::MAX)?;
         for (line, value) in documents::read(&text) {
-            found(Found::Document(line, value));
+            // Which document of the text holds the syntax is not known
+            // here: any does, in JSON that does not parse.
+            match value.is_err().then(|| templates::in_text(&text, 1)) {
+                Some(Some(template)) => found(Found::Template(line, template)),
+                _ => found(Found::Document(line, value)),
+            }
         }
         return Ok(());
     }
     for span in &scan.spans {
+        if span.on_marker {
+            // kubectl's reader takes such a line for a broken separator,
+            // and refuses the document (with the one before it).
+            found(Found::Document(
+                span.first_line,
+                Err(
+                    "content on the `---` line, which kubectl refuses as an invalid document \
+                     separator: start the document on the next line"
+                        .to_string(),
+                ),
+            ));
+            continue;
+        }
         match entries(input, span, found)? {
             Listed::All => {}
             Listed::No => whole(input, span, 0, found)?,
@@ -91,20 +106,6 @@ pub fn read(
         }
     }
     Ok(())
-}
-
-/// Whether every document of `input` parses: a file that holds `{{` is a
-/// template only when one does not (a `{{` in a quoted string, a comment or
-/// a block scalar is content). A second pass, for files that hold `{{`
-/// alone: nothing is handed out until the whole file is known to parse.
-pub fn parses(input: &mut (impl BufRead + Seek), scan: &Scan) -> io::Result<bool> {
-    let mut all = true;
-    read(input, scan, &mut |found| {
-        if let Found::Document(_, Err(_)) = found {
-            all = false;
-        }
-    })?;
-    Ok(all)
 }
 
 /// How far reading a document entry by entry went.
@@ -137,17 +138,17 @@ fn entries(
         content_line: span.content_line,
     });
     let list = match &around.1 {
-        Ok(Value::Object(map)) => {
-            map.get("kind")
+        Ok(Value::Object(map))
+            if map
+                .get("kind")
                 .and_then(Value::as_str)
                 .is_some_and(|kind| kind.ends_with("List"))
-                && map.get("items") == Some(&Value::Null)
+                && map.get("items") == Some(&Value::Null) =>
+        {
+            map
         }
-        _ => false,
+        _ => return Ok(Listed::No),
     };
-    if !list {
-        return Ok(Listed::No);
-    }
     input.seek(SeekFrom::Start(items.start()))?;
     let mut bytes = Vec::new();
     for index in 0..items.entries.len() {
@@ -159,17 +160,21 @@ fn entries(
         bytes[items.indent] = b' ';
         let text = std::str::from_utf8(&bytes).map_err(io::Error::other)?;
         let line = items.entries[index].1;
+        let content_line = content_line(text, line);
         let piece = Piece {
             text,
             first_line: line,
-            content_line: line,
+            content_line,
         };
         match yaml_document(piece).1 {
-            Ok(value) => found(Found::Item {
-                line: span.content_line,
-                index,
-                value,
-            }),
+            Ok(mut value) => {
+                documents::of_the_list(list, &mut value);
+                found(Found::Item {
+                    line: content_line,
+                    index,
+                    value,
+                })
+            }
             Err(_) => return Ok(Listed::Until(index)),
         }
     }
@@ -190,11 +195,35 @@ fn whole(
         first_line: span.first_line,
         content_line: span.content_line,
     });
+    if value.is_err()
+        && let Some(template) = templates::in_text(&text, span.first_line)
+    {
+        // Noted at the document's line; the note names the syntax's.
+        found(Found::Template(span.content_line, template));
+        return Ok(());
+    }
+    // Each entry's line, where the cut found as many as the List holds.
+    let lines = span
+        .items
+        .as_ref()
+        .map(|items| entry_lines(&text, span.start, items));
     drop(text);
+    let listed = |map: &serde_json::Map<String, Value>| {
+        map.get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|kind| kind.ends_with("List"))
+            && match (map.get("items"), &lines) {
+                (Some(Value::Array(items)), Some(lines)) => items.len() == lines.len(),
+                _ => false,
+            }
+    };
     match value {
-        Ok(Value::Object(mut map)) if from > 0 => match map.remove("items") {
+        Ok(Value::Object(mut map)) if from > 0 || listed(&map) => match map.remove("items") {
             Some(Value::Array(items)) => {
-                for (index, value) in items.into_iter().enumerate().skip(from) {
+                let lines = lines.filter(|lines| lines.len() == items.len());
+                for (index, mut value) in items.into_iter().enumerate().skip(from) {
+                    let line = lines.as_ref().map_or(line, |lines| lines[index]);
+                    documents::of_the_list(&map, &mut value);
                     found(Found::Item { line, index, value });
                 }
             }
@@ -206,6 +235,34 @@ fn whole(
         value => found(Found::Document(line, value)),
     }
     Ok(())
+}
+
+/// The line of an entry's first content: on its `-` line, or below it
+/// (`-` alone, then the mapping).
+fn content_line(entry: &str, line: usize) -> usize {
+    entry
+        .split_inclusive('\n')
+        .enumerate()
+        .find(|(i, text)| match i {
+            // Its `-` is a space already, or not yet.
+            0 => has_content(text.trim_start().strip_prefix('-').unwrap_or(text)),
+            _ => has_content(text),
+        })
+        .map_or(line, |(i, _)| line + i)
+}
+
+/// The line of each entry's first content; `text` is the document's, from
+/// `start` in the stream.
+fn entry_lines(text: &str, start: u64, items: &Items) -> Vec<usize> {
+    (0..items.entries.len())
+        .map(|index| {
+            let (from, to) = items.entry(index);
+            let entry = text
+                .get((from - start) as usize..(to - start) as usize)
+                .unwrap_or_default();
+            content_line(entry, items.entries[index].1)
+        })
+        .collect()
 }
 
 /// The text from `start` to `end` (or the stream's end).
@@ -237,10 +294,18 @@ mod tests {
         (items(streamed), items(whole))
     }
 
+    /// Lists as their items, each item's line left out: a whole parse
+    /// knows no line of an item (`item_lines` holds them).
     fn items(found: Vec<Found>) -> Vec<Found> {
         found
             .into_iter()
             .flat_map(|found| match found {
+                Found::Item { index, value, .. } => vec![Found::Item {
+                    line: 0,
+                    index,
+                    value,
+                }],
+
                 Found::Document(line, Ok(Value::Object(mut map)))
                     if map
                         .get("kind")
@@ -251,10 +316,15 @@ mod tests {
                     let Some(Value::Array(items)) = map.remove("items") else {
                         unreachable!()
                     };
+                    let _ = line;
                     items
                         .into_iter()
                         .enumerate()
-                        .map(|(index, value)| Found::Item { line, index, value })
+                        .map(|(index, value)| Found::Item {
+                            line: 0,
+                            index,
+                            value,
+                        })
                         .collect()
                 }
                 found => vec![found],
@@ -285,7 +355,7 @@ mod tests {
         assert_eq!(
             found[0],
             Found::Item {
-                line: 1,
+                line: 0,
                 index: 0,
                 value: json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "annotations": {"x": "1"}}, "data": {"script": "#!/bin/sh\n- echo\n"}})
             }
@@ -293,7 +363,7 @@ mod tests {
         assert_eq!(
             found[5],
             Found::Item {
-                line: 1,
+                line: 0,
                 index: 5,
                 value: json!("plain on two")
             }
@@ -302,6 +372,29 @@ mod tests {
         let typed = "a: 1\n---\nkind: PodList\nitems:\n  - kind: Pod\n  - kind: Pod\n    x: [1,\n      2]\n---\nb: 2\n";
         assert_eq!(same(typed).len(), 4);
         assert_eq!(listed(typed), Listed::All);
+    }
+
+    /// Each item at the line of its first content, read entry by entry or
+    /// whole (an alias makes the second List read whole).
+    #[test]
+    fn item_lines() {
+        let lines = |text: &str| {
+            let mut input = io::Cursor::new(text.as_bytes());
+            let scan = scan(&mut input).unwrap();
+            let mut lines = Vec::new();
+            read(&mut input, &scan, &mut |found| match found {
+                Found::Item { line, .. } => lines.push(line),
+                Found::Document(_, value) => assert!(value.is_ok()),
+                Found::Template(..) => panic!("no template here"),
+            })
+            .unwrap();
+            lines
+        };
+        let text = "kind: List\nitems:\n- kind: Pod\n# a comment\n-\n  # another\n  kind: Pod\n-   {kind: Pod}\n";
+        assert_eq!(lines(text), [3, 7, 8]);
+        let aliased = "kind: List\nitems:\n- &a {kind: Pod}\n\n- *a\n- kind: Pod\n";
+        assert_eq!(lines(aliased), [3, 5, 6]);
+        assert_eq!(lines(&format!("a: 1\n---\n{aliased}")), [5, 7, 8]);
     }
 
     #[test]
@@ -467,6 +560,15 @@ mod tests {
     fn before_errors(found: Vec<Found>) -> Vec<Found> {
         let mut kept: Vec<Found> = Vec::new();
         for found in found {
+            // A whole parse knows no templates: a document that does not
+            // parse either way, at no line (a template's note is at the
+            // document's line, an error at the error's).
+            let found = match found {
+                Found::Template(..) | Found::Document(_, Err(_)) => {
+                    Found::Document(0, Err("does not parse".to_string()))
+                }
+                found => found,
+            };
             if let Found::Document(_, Err(_)) = found {
                 while matches!(kept.last(), Some(Found::Item { .. })) {
                     kept.pop();

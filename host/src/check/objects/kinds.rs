@@ -36,6 +36,13 @@ pub fn namespaced(kind: &str) -> bool {
     )
 }
 
+/// Whether `group` is Kubernetes' own: the core group, a group without a
+/// dot (a CustomResourceDefinition's group must hold one), or one under
+/// `k8s.io`, which Kubernetes reserves.
+pub fn kubernetes_group(group: &str) -> bool {
+    !group.contains('.') || group == "k8s.io" || group.ends_with(".k8s.io")
+}
+
 /// The group and version an `apiVersion` names: `apps/v1` is `apps` and
 /// `v1`, and a bare version (`v1`) is of the core group, `""`.
 pub fn group_version(api_version: &str) -> (&str, &str) {

@@ -27,9 +27,10 @@ pub fn sarif(outcome: &Outcome, mode: &str, policy: &str) -> String {
     };
     let mut results = Vec::new();
     for row in outcome.rows.iter().filter(|row| !row.accepted) {
-        let made = match row.derived_from.is_empty() {
-            true => String::new(),
-            false => format!(" (made from {})", row.derived_from.join(" → ")),
+        let made = match (row.derived_from.is_empty(), row.audited) {
+            (true, false) => String::new(),
+            (true, true) => " (judged as an audit)".to_string(),
+            (false, _) => format!(" (made from {})", row.derived_from.join(" → ")),
         };
         let text = format!("{}{made}: {}", row.object, super::without_subject(row));
         results.push(result(policy, rejection, text, &row.source));
@@ -87,12 +88,10 @@ fn result(rule: &str, level: ResultLevel, text: String, source: &Source) -> Sari
         .rule_id(rule)
         .level(level)
         .message(message);
-    // Standard input has no file to point at.
-    if source.file == "-" {
-        return builder.build();
-    }
+    // Standard input is the artifact `-`, a relative reference resolved
+    // against no base: its lines are the stream's.
     let mut artifact = ArtifactLocation::builder().uri(uri(&source.file)).build();
-    if !source.file.starts_with('/') {
+    if !source.file.starts_with('/') && source.file != "-" {
         artifact.uri_base_id = Some(SOURCE_ROOT.to_string());
     }
     let physical = PhysicalLocation::builder()
@@ -134,5 +133,22 @@ mod tests {
         assert_eq!(uri("./deploy/web app.yaml"), "deploy/web%20app.yaml");
         assert_eq!(uri("/srv/k8s/ä.yaml"), "file:///srv/k8s/%C3%A4.yaml");
         assert_eq!(uri("a#b?.yaml"), "a%23b%3F.yaml");
+    }
+
+    /// Standard input is located too: the artifact `-`, with no base, at
+    /// the stream's line.
+    #[test]
+    fn standard_input_is_the_artifact_dash() {
+        let source = Source {
+            file: "-".to_string(),
+            line: 12,
+            item: Some(3),
+        };
+        let result = result("rule", ResultLevel::Error, "text".to_string(), &source);
+        let json = serde_json::to_value(&result).unwrap();
+        let location = &json["locations"][0]["physicalLocation"];
+        assert_eq!(location["artifactLocation"]["uri"], "-");
+        assert!(location["artifactLocation"].get("uriBaseId").is_none());
+        assert_eq!(location["region"]["startLine"], 12);
     }
 }

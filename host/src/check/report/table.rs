@@ -136,6 +136,9 @@ pub fn table_for(
     out
 }
 
+/// Under an object judged as an audit.
+const AUDITED: &str = "as stored: judged as an audit";
+
 /// How many rows a table is made of at most at once.
 const PART: usize = 1000;
 
@@ -147,9 +150,10 @@ fn cells(row: &Row) -> [String; 4] {
         Some(item) => format!("{} [{item}]", row.source.line),
         None => row.source.line.to_string(),
     };
-    let object = match row.derived_from.is_empty() {
-        true => row.object.clone(),
-        false => format!("{}\n  from {}", row.object, row.derived_from.join(" → ")),
+    let object = match (row.derived_from.is_empty(), row.audited) {
+        (true, false) => row.object.clone(),
+        (true, true) => format!("{}\n  {AUDITED}", row.object),
+        (false, _) => format!("{}\n  from {}", row.object, row.derived_from.join(" → ")),
     };
     let verdict = match row.accepted {
         true => "accepted",
@@ -319,6 +323,7 @@ mod tests {
             accepted,
             message: (!accepted).then(|| message.to_string()),
             annotations: Vec::new(),
+            audited: false,
         };
         let long = "carries annotations outside the allowed list \"example.com/*\"; remove \"deployment.kubernetes.io/desired-replicas\", \"deployment.kubernetes.io/max-replicas\", \"deployment.kubernetes.io/revision\"";
         Outcome {

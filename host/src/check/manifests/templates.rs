@@ -1,0 +1,220 @@
+//! Text that a tool renders before it is a manifest: Helm's Go templates
+//! (`{{ … }}`), envsubst's variables (`${NAME}`), or another tool's
+//! (`{% … %}`). kubectl never sends such text, so the document that holds
+//! it is noted with the tool to run, and never judged as it stands:
+//!
+//! - a document that does not parse and holds template syntax is a
+//!   template, not a broken manifest;
+//! - a document that parses but holds template syntax where the API server
+//!   takes none (a name, a namespace, the key of an annotation or label:
+//!   DNS names and qualified names never hold `{` or `$`) is a template
+//!   that happens to parse (`name: {{ .Release.Name }}-web` reads as a
+//!   mapping).
+//!
+//! The document is the unit: one template in a rendered file hides none of
+//! the documents around it.
+
+use serde_json::Value;
+
+/// The tool whose syntax a template holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renderer {
+    /// Go templates, as Helm (and others built on Go) render them.
+    Helm,
+    /// `${NAME}`, as envsubst replaces it.
+    Envsubst,
+    /// Template syntax of a tool the check cannot name (`{% … %}`).
+    Unknown,
+}
+
+impl Renderer {
+    /// What opens the syntax.
+    fn opening(self) -> &'static str {
+        match self {
+            Renderer::Helm => "{{",
+            Renderer::Envsubst => "${",
+            Renderer::Unknown => "{%",
+        }
+    }
+
+    /// Every renderer, the likeliest first: a Helm template often holds
+    /// `${` in a script, never the other way round.
+    const ALL: [Renderer; 3] = [Renderer::Helm, Renderer::Envsubst, Renderer::Unknown];
+}
+
+/// Template syntax found in a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    pub renderer: Renderer,
+    /// Where: `at line 12`, or `in` the field that holds it.
+    pub at: String,
+}
+
+/// The renderer whose syntax `text` holds, if any, and the byte offset of
+/// its first opening.
+fn syntax(text: &str) -> Option<(Renderer, usize)> {
+    Renderer::ALL.into_iter().find_map(|renderer| {
+        let opening = renderer.opening();
+        text.match_indices(opening)
+            .find(|(at, _)| match renderer {
+                // `${` opens a variable only before a name: `${1}` and
+                // `$${` are shell, not envsubst.
+                Renderer::Envsubst => text[at + 2..]
+                    .bytes()
+                    .next()
+                    .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_'),
+                Renderer::Helm | Renderer::Unknown => true,
+            })
+            .map(|(at, _)| (renderer, at))
+    })
+}
+
+/// The template syntax of a document's text that does not parse, at the
+/// line of the file it is on (`first_line`: where the text starts).
+pub fn in_text(text: &str, first_line: usize) -> Option<Template> {
+    let (renderer, offset) = syntax(text)?;
+    let line = first_line + text[..offset].bytes().filter(|&b| b == b'\n').count();
+    Some(Template {
+        renderer,
+        at: format!("at line {line}"),
+    })
+}
+
+/// The template syntax of an object that parsed, where the API server
+/// takes none: its name, namespace or generateName, or the key of one of
+/// its annotations or labels.
+pub fn in_metadata(object: &Value) -> Option<Template> {
+    let metadata = object.get("metadata")?.as_object()?;
+    let names = ["name", "generateName", "namespace"]
+        .into_iter()
+        .filter_map(|field| {
+            let text = metadata.get(field)?.as_str()?;
+            Some((format!("metadata.{field}"), text))
+        });
+    let keys = ["annotations", "labels"].into_iter().flat_map(|field| {
+        metadata
+            .get(field)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(move |map| {
+                map.keys()
+                    .map(move |key| (format!("metadata.{field}"), key.as_str()))
+            })
+    });
+    names.chain(keys).find_map(|(field, text)| {
+        let (renderer, _) = syntax(text)?;
+        Some(Template {
+            renderer,
+            at: format!("in `{field}`"),
+        })
+    })
+}
+
+/// The note on a template: what it is, and what to run to check what it
+/// renders.
+pub fn note(template: &Template) -> String {
+    let Template { renderer, at } = template;
+    let opening = renderer.opening();
+    match renderer {
+        Renderer::Helm => format!(
+            "a template (`{opening}` {at}, Helm's syntax): check what it renders, for a Helm \
+             chart with `helm template RELEASE CHART | policy-runner check … -`"
+        ),
+        Renderer::Envsubst => format!(
+            "a template (`{opening}` {at}, envsubst's syntax): check what it renders, with \
+             `envsubst < FILE | policy-runner check … -`"
+        ),
+        Renderer::Unknown => format!(
+            "a template (`{opening}` {at}): check what its tool renders, piped to \
+             `policy-runner check … -`"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn each_renderer_by_its_syntax_at_its_line() {
+        let found = |text: &str| in_text(text, 10).map(|t| (t.renderer, t.at));
+        assert_eq!(
+            found("a: 1\nname: {{ .Release.Name }}\n"),
+            Some((Renderer::Helm, "at line 11".to_string()))
+        );
+        assert_eq!(
+            found("a: ${NAMESPACE:-default}\n"),
+            Some((Renderer::Envsubst, "at line 10".to_string()))
+        );
+        // Helm's before envsubst's, wherever each is.
+        assert_eq!(
+            found("x: ${A}\ny: {{ b }}\n").map(|f| f.0),
+            Some(Renderer::Helm)
+        );
+        assert_eq!(
+            found("{% if x %}\na: [\n").map(|f| f.0),
+            Some(Renderer::Unknown)
+        );
+        // Shell's `${1}`, `$HOME` and a lone brace are no template.
+        for text in ["a: ${1}\n", "a: $HOME\n", "a: {b: [\n", "a: \"${\"\n"] {
+            assert_eq!(found(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_parsed_object_is_a_template_where_the_api_server_takes_no_braces() {
+        let object =
+            |metadata: Value| json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata});
+        for (metadata, at) in [
+            (
+                json!({"name": "{{ .Release.Name }}-web"}),
+                "in `metadata.name`",
+            ),
+            (
+                json!({"name": "a", "namespace": "${NS}"}),
+                "in `metadata.namespace`",
+            ),
+            (
+                json!({"name": "a", "annotations": {"{{ .Values.key }}": "v"}}),
+                "in `metadata.annotations`",
+            ),
+            (
+                json!({"generateName": "{{ x }}-"}),
+                "in `metadata.generateName`",
+            ),
+            (
+                json!({"name": "a", "labels": {"${L}": "v"}}),
+                "in `metadata.labels`",
+            ),
+        ] {
+            assert_eq!(
+                in_metadata(&object(metadata.clone())).map(|t| t.at),
+                Some(at.to_string()),
+                "{metadata}"
+            );
+        }
+        // A value may hold anything: a Grafana legend, a script.
+        let values = object(json!({
+            "name": "dashboards",
+            "annotations": {"example.com/legend": "{{pod}}", "example.com/run": "${HOME}"}
+        }));
+        assert_eq!(in_metadata(&values), None);
+        assert_eq!(in_metadata(&json!({"kind": "Pod"})), None);
+    }
+
+    #[test]
+    fn the_note_names_the_tool_to_run() {
+        let note = |renderer| {
+            note(&Template {
+                renderer,
+                at: "at line 3".into(),
+            })
+        };
+        assert!(note(Renderer::Helm).contains("`{{` at line 3, Helm's syntax"));
+        assert!(note(Renderer::Helm).contains("helm template"));
+        assert!(note(Renderer::Envsubst).contains("envsubst < FILE"));
+        let unknown = note(Renderer::Unknown);
+        assert!(!unknown.contains("helm") && !unknown.contains("envsubst"));
+    }
+}

@@ -1,0 +1,441 @@
+//! `check` reads files as kubectl reads them and as the API server decodes
+//! what kubectl sends, held to `cluster/decoder`: a Go program that reads a
+//! file with kubectl's own decoder and decodes each object with the
+//! client-go scheme of the pinned release (its header says how). Object for
+//! object, over generated streams and every manifest of the repository:
+//! what is read (kind, namespace, name, line) and what is refused.
+//!
+//! Where the two differ by design, the difference is named (`Difference`),
+//! with why; any other difference fails. Go builds the decoder
+//! (`scripts/prerequisites` installs Go where it is missing).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use policy_host::check::manifests::{self, Input, Search};
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+/// The decoder, built once a run (`go build` does nothing when nothing
+/// changed).
+fn decoder() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = root().join("target/decoder/decoder");
+        let status = Command::new("go")
+            .args(["build", "-trimpath", "-o"])
+            .arg(&out)
+            .arg("./decoder")
+            .current_dir(root().join("cluster"))
+            .env("CGO_ENABLED", "0")
+            .status()
+            .expect("go is missing: run scripts/prerequisites (make test does)");
+        assert!(status.success(), "cluster/decoder does not build");
+        out
+    })
+}
+
+/// What one side made of one document or object.
+#[derive(Debug, Clone, PartialEq)]
+enum Read {
+    Object {
+        kind: String,
+        namespace: String,
+        name: String,
+    },
+    /// Refused, or (for check) noted and not judged: the reason.
+    Refused(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Entry {
+    line: usize,
+    /// The place in a List (the outermost).
+    item: Option<usize>,
+    read: Read,
+}
+
+/// What `check` reads of `file`.
+fn checked(file: &Path) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    manifests::read_each(
+        &[file.display().to_string()],
+        Search { hidden: true },
+        &mut |input| {
+            let (source, read) = match input {
+                Input::Manifest(manifest) => {
+                    let metadata = &manifest.object["metadata"];
+                    let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
+                    let read = Read::Object {
+                        kind: text(&manifest.object["kind"]),
+                        namespace: text(&metadata["namespace"]),
+                        name: text(&metadata["name"]),
+                    };
+                    (manifest.source, read)
+                }
+                Input::Unusable(unusable) => (unusable.source, Read::Refused(unusable.reason)),
+                Input::Note(note) => (note.source, Read::Refused(note.text)),
+            };
+            entries.push(Entry {
+                line: source.line,
+                item: source.item,
+                read,
+            });
+        },
+    );
+    entries
+}
+
+/// What the decoder reads of each of `files`.
+fn decoded(files: &[PathBuf]) -> BTreeMap<String, Vec<Entry>> {
+    let output = Command::new(decoder())
+        .args(files)
+        .output()
+        .expect("the decoder runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut read: BTreeMap<String, Vec<Entry>> = BTreeMap::new();
+    for line in String::from_utf8(output.stdout).unwrap().lines() {
+        let record: Value = serde_json::from_str(line).unwrap();
+        let text = |field: &str| record[field].as_str().unwrap_or_default().to_string();
+        let entry = Entry {
+            line: record["line"].as_u64().unwrap() as usize,
+            item: record["item"][0].as_u64().map(|i| i as usize),
+            read: match record["refused"].as_str() {
+                Some(refusal) => Read::Refused(refusal.to_string()),
+                None => Read::Object {
+                    kind: text("kind"),
+                    namespace: text("namespace"),
+                    name: text("name"),
+                },
+            },
+        };
+        read.entry(text("file")).or_default().push(entry);
+    }
+    read
+}
+
+/// Where `check` and kubectl differ by design.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Difference {
+    /// kubectl stops reading a file at a document it cannot read (or one
+    /// without a kind); check reads on, judges the rest and exits 2: the
+    /// document is the unit.
+    ReadsOn,
+    /// A key given twice: kubectl keeps the last silently; check refuses
+    /// the document, since which value was meant is unknown.
+    DuplicateKey,
+    /// A document without `kind` (a chart's values, a tool's
+    /// configuration): kubectl refuses it; check notes and skips it.
+    NoKind,
+    /// Outside `metadata`, check does not know each kind's fields: an
+    /// unknown field or a value of the wrong type is judged; the API
+    /// server refuses it.
+    FieldTypes,
+    /// `generateName` without a name: `kubectl apply` refuses it, `kubectl
+    /// create` sends it, and check judges it as created.
+    GenerateName,
+    /// A workload without what its kind requires (a selector, a
+    /// container): the API server's validation refuses it, after
+    /// decoding; check refuses it first (a kustomize patch looks so).
+    Incomplete,
+    /// Template syntax in a name or key that parses: kubectl sends it and
+    /// the API server's validation refuses the name; check notes the
+    /// template, to render first.
+    TemplateThatParses,
+    /// kustomize's configurations (`builtin`, `kustomize.config.k8s.io`):
+    /// kubectl sends them, no cluster serves them; check notes them.
+    KustomizeConfiguration,
+    /// A List inside a List: kubectl refuses the whole outer List; check
+    /// refuses the inner one and judges the other items (exit 2 either
+    /// way).
+    ListInList,
+    /// `--- {…}`: kubectl refuses it with the document before it; check
+    /// refuses it and judges the document before.
+    ContentOnMarker,
+    /// A stream that starts as JSON and goes on as YAML is read whole by
+    /// check: a List's items there stand at the List's line.
+    ItemLinesAfterJson,
+}
+
+/// Holds `check`'s reading of one file to the decoder's; the differences
+/// by design found on the way, or why they disagree.
+fn compare(file: &str, checked: &[Entry], kubectl: &[Entry]) -> Result<Vec<Difference>, String> {
+    let mut differences = Vec::new();
+    let mut check = checked.iter().peekable();
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let fail = |what: String| {
+        Err(format!(
+            "{file}: {what}\n{text}\ncheck: {checked:#?}\nkubectl: {kubectl:#?}"
+        ))
+    };
+    for (n, theirs) in kubectl.iter().enumerate() {
+        let last = n + 1 == kubectl.len();
+        let Some(ours) = check.next() else {
+            return fail(format!("check read nothing where kubectl read {theirs:?}"));
+        };
+        let difference = match (&ours.read, &theirs.read) {
+            (Read::Object { .. }, Read::Object { .. }) => {
+                let json_first = text
+                    .trim_start_matches('\u{feff}')
+                    .trim_start()
+                    .starts_with(['{', '[']);
+                match (ours.read == theirs.read, ours.line == theirs.line) {
+                    (true, true) => None,
+                    (true, false) if json_first && ours.item.is_some() => {
+                        Some(Difference::ItemLinesAfterJson)
+                    }
+                    _ => return fail(format!("read otherwise: {ours:?} / {theirs:?}")),
+                }
+            }
+            // Refused both: the reasons are worded otherwise. A List
+            // refused whole: check refused the List inside it and judged
+            // the other items.
+            (Read::Refused(_), Read::Refused(theirs)) => theirs
+                .contains("is not a list")
+                .then_some(Difference::ListInList),
+            (Read::Refused(why), Read::Object { name, .. }) => Some(match why {
+                why if why.contains("duplicate entry with key") => Difference::DuplicateKey,
+                why if why.contains("which the API server refuses: not judged") => {
+                    Difference::Incomplete
+                }
+                why if why.starts_with("a template (") && name.contains(['{', '$']) => {
+                    Difference::TemplateThatParses
+                }
+                why if why.starts_with("a kustomize configuration") => {
+                    Difference::KustomizeConfiguration
+                }
+                _ => {
+                    return fail(format!(
+                        "check refused what kubectl read: {ours:?} / {theirs:?}"
+                    ));
+                }
+            }),
+            (Read::Object { name, .. }, Read::Refused(why)) => Some(match why {
+                why if why.contains("cannot use generate name") && name.is_empty() => {
+                    Difference::GenerateName
+                }
+                why if why.contains("invalid Yaml document separator") => {
+                    Difference::ContentOnMarker
+                }
+                why if why.contains("strict decoding error")
+                    || why.contains("cannot unmarshal") && !why.contains("ObjectMeta") =>
+                {
+                    Difference::FieldTypes
+                }
+                why if why.contains("is not a list") => Difference::ListInList,
+                _ => {
+                    return fail(format!(
+                        "check read what kubectl refused: {ours:?} / {theirs:?}"
+                    ));
+                }
+            }),
+        };
+        if let Read::Refused(why) = &theirs.read
+            && why.contains("is not a list")
+        {
+            // check's other entries of that List: its items, in order.
+            let mut last = ours.item;
+            while let Some(next) = check.next_if(|next| next.item > last) {
+                last = next.item;
+            }
+        }
+        differences.extend(difference);
+        if last && let Read::Refused(why) = &theirs.read {
+            let stopped = why.starts_with("error parsing")
+                || why.starts_with("error validating")
+                || why.contains("invalid Yaml document separator");
+            if why.contains("kind not set") || why.contains("Object 'Kind' is missing") {
+                differences.push(Difference::NoKind);
+            }
+            if stopped && check.peek().is_some() {
+                differences.push(Difference::ReadsOn);
+                return Ok(differences);
+            }
+        }
+    }
+    match check.next() {
+        None => Ok(differences),
+        Some(extra) => fail(format!("check read more: {extra:?}")),
+    }
+}
+
+/// Holds every file to the decoder, and counts the differences by design.
+fn hold(files: &[PathBuf]) -> (usize, BTreeMap<Difference, usize>) {
+    let kubectl = decoded(files);
+    let mut counts = BTreeMap::new();
+    let mut failures = Vec::new();
+    for file in files {
+        let name = file.display().to_string();
+        let theirs = kubectl.get(&name).cloned().unwrap_or_default();
+        match compare(&name, &checked(file), &theirs) {
+            Ok(differences) => {
+                for difference in differences {
+                    *counts.entry(difference).or_insert(0) += 1;
+                }
+            }
+            Err(failure) => failures.push(failure),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} files read otherwise:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n\n")
+    );
+    (files.len(), counts)
+}
+
+/// The kinds table `check` embeds is the release's, as the decoder lists
+/// it from Kubernetes' own types.
+#[test]
+fn the_kinds_table_is_the_pinned_releases() {
+    let output = Command::new(decoder()).arg("-kinds").output().unwrap();
+    assert!(output.status.success());
+    let table = std::fs::read_to_string(root().join("host/src/check/objects/kubernetes-kinds.tsv"))
+        .unwrap();
+    assert!(
+        String::from_utf8(output.stdout).unwrap() == table,
+        "host/src/check/objects/kubernetes-kinds.tsv is not what `target/decoder/decoder -kinds` \
+         prints: write it anew from that"
+    );
+}
+
+/// Every manifest of the repository.
+#[test]
+fn the_repositorys_manifests_read_as_kubectl_reads_them() {
+    let mut files = Vec::new();
+    for dir in [
+        "examples",
+        "cluster/manifests",
+        "cluster/policies",
+        "test_data",
+    ] {
+        for entry in walkdir::WalkDir::new(root().join(dir)).sort_by_file_name() {
+            let path = entry.unwrap().into_path();
+            if path
+                .extension()
+                .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+            {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() > 20, "{files:?}");
+    let (read, differences) = hold(&files);
+    eprintln!("{read} files of the repository held to kubectl's reading: {differences:?}");
+}
+
+/// Documents of every shape the issue names, each a name of its own.
+const DOCUMENTS: &[&str] = &[
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c@\n  namespace: shop\ndata: {a: b}\n",
+    "# a comment\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d@\n  annotations: {example.com/owner: me}\nspec:\n  selector: {matchLabels: {app: d}}\n  template:\n    metadata: {labels: {app: d}}\n    spec:\n      containers:\n      - name: c\n        image: i\n",
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: p@}\nspec: {containers: [{name: c, image: i}]}\n",
+    "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w@}\nspec: {size: 3, anything: [1, 2]}\n",
+    "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: l@}\n-\n  # below its dash\n  apiVersion: v1\n  kind: Pod\n  metadata: {name: lp@}\n  spec: {containers: [{name: c, image: i}]}\n",
+    "apiVersion: v1\nkind: ConfigMapList\nitems:\n- metadata: {name: t@}\n- metadata: {name: u@}\n  data: {a: b}\n",
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: i@}\nspec:\n  selector: {matchLabels: {app: i}}\n  template:\n    metadata:\n      labels: {app: i}\n      annotations:\n        sidecar.istio.io/inject: false\n    spec: {containers: [{name: c, image: i}]}\n",
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: n@\n  annotations:\n    example.com/replicas: 3\n",
+    "apiVersion: v1\nkind: pod\nmetadata: {name: k@}\nspec: {containers: [{name: c, image: i}]}\n",
+    "apiVersion: apps/v1beta2\nkind: Deployment\nmetadata: {name: old@}\nspec:\n  selector: {matchLabels: {app: o}}\n  template:\n    metadata: {labels: {app: o}}\n    spec: {containers: [{name: c, image: i}]}\n",
+    "apiVersion: extensions/v1beta1\nkind: Ingress\nmetadata: {name: ing@}\nspec: {}\n",
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tpl@\n  labels:\n    {{- include \"labels\" . | nindent 4 }}\n",
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: \"{{ .Release.Name }}-web@\"\n",
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dup@\ndata:\n  a: one\n  a: two\n",
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n\tname: tab@\n",
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x@}\nspec:\n  selector: {matchLabels: {app: x}}\n  bogus: 1\n  template:\n    metadata: {labels: {app: x}}\n    spec: {containers: [{name: c, image: i}]}\n",
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: r@}\nspec:\n  replicas: \"3\"\n  selector: {matchLabels: {app: r}}\n  template:\n    metadata: {labels: {app: r}}\n    spec: {containers: [{name: c, image: i}]}\n",
+    "replicas: 1\nimage: {tag: v1}\n",
+    "# only a comment\n",
+    "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items: []\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: nl@}\n",
+    "apiVersion: v1\nkind: Pod\nmetadata: {generateName: g@-}\nspec: {containers: [{name: c, image: i}]}\n",
+    "apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: pt@}\n",
+    "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nmetadata: {name: kz@}\n",
+    "--- {apiVersion: v1, kind: ConfigMap, metadata: {name: mk@}}\n",
+    "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"j@\"}}\n",
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: patch@}\nspec: {replicas: 3}\n",
+    "apiVersion: apps/v1\nkind: Deploymnet\nmetadata: {name: m@}\n",
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: s@\n  labels: {on: \"yes\"}\n",
+];
+
+/// Streams of generated documents, between every kind of marker, with and
+/// without a byte-order mark and CRLF line ends.
+fn streams(count: usize) -> Vec<String> {
+    use proptest::prelude::*;
+    use proptest::strategy::ValueTree;
+    let stream = (
+        proptest::collection::vec(
+            (
+                0..DOCUMENTS.len(),
+                prop_oneof![Just("---\n"), Just("--- # marker\n"), Just("\n---\n")],
+            ),
+            1..5,
+        ),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    );
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    (0..count)
+        .map(|n| {
+            let (documents, leading, bom, crlf) = stream.new_tree(&mut runner).unwrap().current();
+            let mut text = String::new();
+            if bom {
+                text.push('\u{feff}');
+            }
+            for (i, (document, marker)) in documents.iter().enumerate() {
+                if i > 0 || leading {
+                    text.push_str(marker);
+                }
+                text.push_str(&DOCUMENTS[*document].replace('@', &format!("-{n}-{i}")));
+            }
+            match crlf {
+                true => text.replace('\n', "\r\n"),
+                false => text,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn generated_streams_read_as_kubectl_reads_them() {
+    let dir = root().join(format!("target/decoder/streams-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files: Vec<PathBuf> = streams(400)
+        .into_iter()
+        .enumerate()
+        .map(|(n, text)| {
+            let path = dir.join(format!("{n:03}.yaml"));
+            std::fs::write(&path, text).unwrap();
+            path
+        })
+        .collect();
+    let (read, differences) = hold(&files);
+    std::fs::remove_dir_all(&dir).unwrap();
+    eprintln!("{read} generated streams held to kubectl's reading: {differences:?}");
+    // Each difference by design is met, or the generator lost a shape.
+    for expected in [
+        Difference::ReadsOn,
+        Difference::DuplicateKey,
+        Difference::FieldTypes,
+        Difference::GenerateName,
+        Difference::Incomplete,
+        Difference::TemplateThatParses,
+        Difference::KustomizeConfiguration,
+        Difference::ListInList,
+    ] {
+        assert!(
+            differences.contains_key(&expected),
+            "{expected:?}: {differences:?}"
+        );
+    }
+}
