@@ -24,7 +24,7 @@ mod json;
 mod stream;
 mod templates;
 
-use claims::{Claim, Claims};
+use claims::Claims;
 use documents::Found;
 
 /// Where a document or object came from: a file (or `-`) and the line its
@@ -140,112 +140,21 @@ pub fn read_each(inputs: &[String], search: Search, found: &mut dyn FnMut(Input)
             // directory of the walk, read before it.
             let mut kustomized = HashSet::new();
             for file in &files {
-                if is_kustomization(file) {
+                if claims::is_kustomization(file) {
                     kustomized.insert(file.clone());
                     claims.learn(file);
                 }
             }
             for file in files {
                 if first_time(&file, &mut seen) {
-                    read_claimed(&file, &mut claims, &kustomized, found);
+                    claims::read(&file, &mut claims, &kustomized, found);
                 }
             }
         } else if first_time(path, &mut seen) {
             let alone = HashSet::new();
-            read_claimed(path, &mut claims, &alone, found);
+            claims::read(path, &mut claims, &alone, found);
         }
     }
-}
-
-fn is_kustomization(path: &Path) -> bool {
-    path.file_name()
-        .is_some_and(|name| claims::KUSTOMIZATIONS.iter().any(|k| name == *k))
-}
-
-/// Reads `file` unless a tool claims it: a chart is noted once, a
-/// kustomization with what it names; a file a kustomization names is
-/// noted on its own only when that kustomization is not in `kustomized`
-/// (the files read with it), which notes it.
-fn read_claimed(
-    file: &Path,
-    claims: &mut Claims,
-    kustomized: &HashSet<PathBuf>,
-    found: &mut dyn FnMut(Input),
-) {
-    let name = file.display().to_string();
-    let note = |text: String| {
-        Input::Note(Note {
-            source: file_source(&name, 1),
-            text,
-            unrendered: true,
-        })
-    };
-    match claims.of(file) {
-        Some(Claim::Chart(chart)) => {
-            if claims.first_note(&chart) {
-                let chart = shown_as(file, &chart);
-                found(Input::Note(Note {
-                    source: file_source(&chart.join("Chart.yaml").display().to_string(), 1),
-                    text: format!(
-                        "a Helm chart: its files are not judged as they stand; check what it \
-                         renders with `helm template RELEASE {} | policy-runner check … -`",
-                        chart.display()
-                    ),
-                    unrendered: true,
-                }));
-            }
-        }
-        Some(Claim::Kustomization(kustomization, field)) => {
-            let in_input = kustomized
-                .iter()
-                .any(|k| std::fs::canonicalize(k).is_ok_and(|k| k == kustomization));
-            if !in_input {
-                let dir = shown_as(file, kustomization.parent().unwrap_or(Path::new("/")));
-                found(note(format!(
-                    "named under `{field}` by {}: the kustomization's input, not judged alone; \
-                     check what `kubectl kustomize {} | policy-runner check … -` renders",
-                    kustomization.display(),
-                    dir.display()
-                )));
-            }
-        }
-        None if is_kustomization(file) => {
-            let dir = file.parent().map_or_else(|| ".".into(), Path::to_path_buf);
-            let dir = match dir.as_os_str().is_empty() {
-                true => PathBuf::from("."),
-                false => dir,
-            };
-            let named = claims.learn(file).len();
-            let with = match named {
-                0 => String::new(),
-                1 => " (with the 1 file it names as its input)".to_string(),
-                n => format!(" (with the {n} files it names as its input)"),
-            };
-            found(note(format!(
-                "a Kustomization{with}: check what it renders with `kubectl kustomize {} | \
-                 policy-runner check … -`",
-                dir.display()
-            )));
-        }
-        None => read_file(file, found),
-    }
-}
-
-/// `dir` (a real path) as the user named the way to it: relative to the
-/// current directory when `file` was given so, for notes a user can paste.
-fn shown_as(file: &Path, dir: &Path) -> PathBuf {
-    if file.is_absolute() {
-        return dir.to_path_buf();
-    }
-    std::env::current_dir()
-        .ok()
-        .and_then(|cwd| std::fs::canonicalize(cwd).ok())
-        .and_then(|cwd| dir.strip_prefix(cwd).ok().map(Path::to_path_buf))
-        .map(|dir| match dir.as_os_str().is_empty() {
-            true => PathBuf::from("."),
-            false => dir,
-        })
-        .unwrap_or_else(|| dir.to_path_buf())
 }
 
 /// Whether `path` is read for the first time; a path that cannot be
@@ -343,7 +252,7 @@ fn is_manifest_file(path: &Path) -> bool {
     matches!(
         path.extension().and_then(|e| e.to_str()),
         Some("yaml" | "yml" | "json")
-    ) || is_kustomization(path)
+    ) || claims::is_kustomization(path)
 }
 
 /// How many manifest files `dir` holds, at any depth.

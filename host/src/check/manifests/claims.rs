@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::{Input, Note, file_source, read_file};
+
 /// The names kustomize reads a kustomization from.
 pub const KUSTOMIZATIONS: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
@@ -94,6 +96,97 @@ impl Claims {
         }
         files
     }
+}
+
+pub(super) fn is_kustomization(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|name| KUSTOMIZATIONS.iter().any(|k| name == *k))
+}
+
+/// Reads `file` unless a tool claims it: a chart is noted once, a
+/// kustomization with what it names; a file a kustomization names is
+/// noted on its own only when that kustomization is not in `kustomized`
+/// (the files read with it), which notes it.
+pub(super) fn read(
+    file: &Path,
+    claims: &mut Claims,
+    kustomized: &HashSet<PathBuf>,
+    found: &mut dyn FnMut(Input),
+) {
+    let name = file.display().to_string();
+    let note = |text: String| {
+        Input::Note(Note {
+            source: file_source(&name, 1),
+            text,
+            unrendered: true,
+        })
+    };
+    match claims.of(file) {
+        Some(Claim::Chart(chart)) => {
+            if claims.first_note(&chart) {
+                let chart = shown_as(file, &chart);
+                found(Input::Note(Note {
+                    source: file_source(&chart.join("Chart.yaml").display().to_string(), 1),
+                    text: format!(
+                        "a Helm chart: its files are not judged as they stand; check what it \
+                         renders with `helm template RELEASE {} | policy-runner check … -`",
+                        chart.display()
+                    ),
+                    unrendered: true,
+                }));
+            }
+        }
+        Some(Claim::Kustomization(kustomization, field)) => {
+            let in_input = kustomized
+                .iter()
+                .any(|k| std::fs::canonicalize(k).is_ok_and(|k| k == kustomization));
+            if !in_input {
+                let dir = shown_as(file, kustomization.parent().unwrap_or(Path::new("/")));
+                found(note(format!(
+                    "named under `{field}` by {}: the kustomization's input, not judged alone; \
+                     check what `kubectl kustomize {} | policy-runner check … -` renders",
+                    kustomization.display(),
+                    dir.display()
+                )));
+            }
+        }
+        None if is_kustomization(file) => {
+            let dir = file.parent().map_or_else(|| ".".into(), Path::to_path_buf);
+            let dir = match dir.as_os_str().is_empty() {
+                true => PathBuf::from("."),
+                false => dir,
+            };
+            let named = claims.learn(file).len();
+            let with = match named {
+                0 => String::new(),
+                1 => " (with the 1 file it names as its input)".to_string(),
+                n => format!(" (with the {n} files it names as its input)"),
+            };
+            found(note(format!(
+                "a Kustomization{with}: check what it renders with `kubectl kustomize {} | \
+                 policy-runner check … -`",
+                dir.display()
+            )));
+        }
+        None => read_file(file, found),
+    }
+}
+
+/// `dir` (a real path) as the user named the way to it: relative to the
+/// current directory when `file` was given so, for notes a user can paste.
+fn shown_as(file: &Path, dir: &Path) -> PathBuf {
+    if file.is_absolute() {
+        return dir.to_path_buf();
+    }
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| std::fs::canonicalize(cwd).ok())
+        .and_then(|cwd| dir.strip_prefix(cwd).ok().map(Path::to_path_buf))
+        .map(|dir| match dir.as_os_str().is_empty() {
+            true => PathBuf::from("."),
+            false => dir,
+        })
+        .unwrap_or_else(|| dir.to_path_buf())
 }
 
 /// The files a kustomization names as its own input, with the field that
