@@ -7,6 +7,7 @@
 // Usage: decoder FILE...   ("-" reads standard input)
 //
 //	decoder -kinds    the kinds the release serves and those it removed (kinds.go)
+//	decoder -schema   the fields of those kinds and their types (schema.go)
 //
 // Every decision is taken by a function of the pinned Kubernetes libraries
 // (k8s.io/apimachinery, k8s.io/cli-runtime, k8s.io/kubectl, k8s.io/client-go at
@@ -79,6 +80,13 @@ type record struct {
 
 func main() {
 	args := os.Args[1:]
+	if len(args) == 1 && args[0] == "-schema" {
+		if err := printSchema(os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "decoder:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	if len(args) == 1 && args[0] == "-kinds" {
 		if err := printKinds(os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "decoder:", err)

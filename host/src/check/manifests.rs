@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::io::{BufReader, Cursor, Read, Seek};
+use std::io::{BufRead, BufReader, Cursor, Read, Seek};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -297,6 +297,9 @@ pub fn read_text(file: &str, text: &str, read: &mut Inputs) {
 /// Reads one input, document by document.
 fn read_stream(file: &str, input: impl Read + Seek, found: &mut dyn FnMut(Input)) {
     let mut input = BufReader::new(input);
+    if cr_only(&mut input) {
+        return read_cr_only(file, input, found);
+    }
     let read = stream::scan(&mut input).and_then(|scan| {
         stream::read(&mut input, &scan, &mut |document| match document {
             Found::Document(line, Ok(value)) => {
@@ -323,6 +326,86 @@ fn read_stream(file: &str, input: impl Read + Seek, found: &mut dyn FnMut(Input)
     if let Err(e) = read {
         found(Input::Unusable(whole(file, format!("cannot read: {e}"))));
     }
+}
+
+/// Whether the input is YAML whose lines end with CR alone (old Mac
+/// editors): its first 8 KiB hold a CR and no LF. (JSON needs no line
+/// ends: kubectl reads it whole either way.)
+fn cr_only(input: &mut BufReader<impl Read>) -> bool {
+    input.fill_buf().is_ok_and(|start| {
+        let text = String::from_utf8_lossy(start);
+        let json = text
+            .trim_start_matches('\u{feff}')
+            .trim_start()
+            .starts_with(['{', '[']);
+        !json && start.contains(&b'\r') && !start.contains(&b'\n')
+    })
+}
+
+/// A file whose lines end with CR alone, read as kubectl reads it: its
+/// reader cuts documents at LF only, so it parses the whole file as one
+/// document and keeps the first of the stream; the others are dropped
+/// without a word. Here they are unusable, at the line of the second
+/// (lines counted as YAML counts them, CR ending each).
+fn read_cr_only(file: &str, mut input: impl Read, found: &mut dyn FnMut(Input)) {
+    let mut text = String::new();
+    if let Err(e) = input.read_to_string(&mut text) {
+        found(Input::Unusable(whole(file, format!("cannot read: {e}"))));
+        return;
+    }
+    let text = text.replace('\r', "\n");
+    // The first line past the first document, and the first content from
+    // there on.
+    let dropped = first_document_end(&text).and_then(|end| {
+        let rest = text.lines().skip(end - 1);
+        let mut content = rest
+            .enumerate()
+            .filter(|(_, line)| cut::has_content(line.strip_prefix("---").unwrap_or(line)));
+        content.next().map(|(i, _)| (end, end + i))
+    });
+    read_stream(file, Cursor::new(text.as_bytes()), &mut |input| {
+        let line = match &input {
+            Input::Manifest(m) => m.source.line,
+            Input::Unusable(u) => u.source.line,
+            Input::Note(n) => n.source.line,
+        };
+        if dropped.is_none_or(|(first, _)| line < first) {
+            found(input);
+        }
+    });
+    if let Some((_, line)) = dropped {
+        found(Input::Unusable(Unusable {
+            source: file_source(file, line),
+            reason: "the lines of this file end with CR alone: kubectl reads its first document \
+                     and drops the others without a word; end its lines with LF"
+                .to_string(),
+        }));
+    }
+}
+
+/// The line that ends the first document of a YAML stream, as a parser
+/// that reads one document sees it: a `---` before any content opens it,
+/// the next `---` (or a `...`) ends it, empty or not.
+fn first_document_end(text: &str) -> Option<usize> {
+    let (mut opened, mut content) = (false, false);
+    for (i, line) in text.lines().enumerate() {
+        let marker = |m: &str| {
+            line.strip_prefix(m)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+        };
+        if marker("---") {
+            if opened || content {
+                return Some(i + 1);
+            }
+            opened = true;
+            content = cut::has_content(&line[3..]);
+        } else if marker("...") {
+            return Some(i + 2);
+        } else {
+            content |= cut::has_content(line.trim_start_matches('\u{feff}'));
+        }
+    }
+    None
 }
 
 /// A document: an object, a list of objects (`List`, or a typed list
@@ -467,6 +550,7 @@ fn metadata_problem(value: &Value, object: &serde_json::Map<String, Value>) -> O
     }
     strings_only("", metadata)
         .or_else(|| nested_strings_only(value))
+        .or_else(|| super::objects::fields::refusal(value))
         .or_else(|| incomplete(value))
 }
 
@@ -827,6 +911,28 @@ mod tests {
             .map(|m| format!("{} {}", m.object["apiVersion"], m.object["kind"]))
             .collect();
         assert_eq!(kinds, ["\"v1\" \"ConfigMap\"", "\"v1\" \"Secret\""]);
+    }
+
+    /// Lines ended by CR alone: the first document read, as kubectl reads
+    /// it, the rest unusable where kubectl drops it without a word; lines
+    /// counted as YAML counts them.
+    #[test]
+    fn cr_only_line_ends() {
+        let text = "# c\rapiVersion: v1\rkind: ConfigMap\rmetadata: {name: a}\r---\r\rapiVersion: v1\rkind: ConfigMap\rmetadata: {name: b}\r";
+        let first = read(text);
+        assert_eq!(first.manifests.len(), 1);
+        assert_eq!(first.manifests[0].source.line, 2);
+        assert_eq!(first.unusable.len(), 1);
+        assert_eq!(first.unusable[0].source.line, 7);
+        assert!(first.unusable[0].reason.contains("end with CR alone"));
+        // An empty first document is kubectl's first: nothing read.
+        let empty_first =
+            read("---\r# nothing\r---\rapiVersion: v1\rkind: ConfigMap\rmetadata: {name: a}\r");
+        assert!(empty_first.manifests.is_empty());
+        assert_eq!(empty_first.unusable[0].source.line, 4);
+        // One document alone is read whole.
+        let one = read("apiVersion: v1\rkind: ConfigMap\rmetadata: {name: a}\r");
+        assert_eq!((one.manifests.len(), one.unusable.len()), (1, 0));
     }
 
     /// kubectl reads no List inside a List.

@@ -31,6 +31,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
 
+pub mod fields;
 mod kinds;
 mod names;
 pub mod served;

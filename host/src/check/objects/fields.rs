@@ -1,0 +1,266 @@
+//! The fields of each kind Kubernetes serves, and their types, as the API
+//! server decodes an object under kubectl's default `--validate=strict`
+//! (server-side field validation): a field its Go type does not have is
+//! refused, and so is a value of another type (`replicas: "3"`, a boolean
+//! where a string goes). Such an object never reaches a policy, so the
+//! check does not judge it.
+//!
+//! The table is generated, never written by hand: `cluster/decoder
+//! -schema` reads the Go types of the pinned release (k8s.io/api) by
+//! reflection, as encoding/json reads them, and `tests/decoder.rs` holds
+//! `kubernetes-fields.json` to what it prints and `check`'s reading to the
+//! API server's decoding. (k8s-openapi's types would refuse wrong types,
+//! but read past unknown fields, and compile into the runner's binary
+//! thousands of types for a walk over names.)
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::LazyLock;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+const TABLE: &str = include_str!("kubernetes-fields.json");
+
+#[derive(Deserialize)]
+struct Fields {
+    /// `apps/v1/Deployment` → the struct it decodes into.
+    kinds: HashMap<String, String>,
+    /// A struct → its JSON fields → their types (`fields` in
+    /// `cluster/decoder/schema.go` says the expressions).
+    types: HashMap<String, HashMap<String, String>>,
+}
+
+static FIELDS: LazyLock<Fields> = LazyLock::new(|| {
+    serde_json::from_str(TABLE).expect("kubernetes-fields.json is the decoder's JSON")
+});
+
+/// Why the API server refuses to decode `object`, if it does: the first
+/// field it does not know, or the first value of another type, in the
+/// order the object holds them. `None` for a kind it does not serve (a
+/// custom resource's fields are its CRD's).
+pub fn refusal(object: &Value) -> Option<String> {
+    let api_version = object.get("apiVersion")?.as_str()?;
+    let kind = object.get("kind")?.as_str()?;
+    let root = FIELDS.kinds.get(&format!("{api_version}/{kind}"))?;
+    let mut at = String::new();
+    let problem = check(object, root, &mut at)?;
+    Some(match problem {
+        Problem::Unknown => format!(
+            "`{at}` is no field of {kind} (`{api_version}`), and the API server refuses a field \
+             it does not know: a misspelling, or a field of another kind or version?"
+        ),
+        Problem::Type { found, expected } => format!(
+            "`{at}` is {found}, where the API server takes {expected}{}",
+            advice(found, expected)
+        ),
+    })
+}
+
+#[derive(Debug, PartialEq)]
+enum Problem {
+    Unknown,
+    Type {
+        found: &'static str,
+        expected: &'static str,
+    },
+}
+
+/// The first problem of `value` as the type `expr`, with `at` left at
+/// where it is.
+fn check(value: &Value, expr: &str, at: &mut String) -> Option<Problem> {
+    // null is taken wherever a value goes: encoding/json leaves the zero.
+    if value.is_null() {
+        return None;
+    }
+    let wrong = |expected| {
+        Some(Problem::Type {
+            found: what(value),
+            expected,
+        })
+    };
+    let integer = |low: f64, high: f64| match value {
+        // YAML's `1.0` reaches the API server as `1`, as kubectl writes it.
+        Value::Number(n) => n
+            .as_f64()
+            .is_some_and(|f| f.fract() == 0.0 && (low..=high).contains(&f)),
+        _ => false,
+    };
+    match expr {
+        "string" | "time" | "bytes" => (!value.is_string()).then(|| wrong("a string")).flatten(),
+        "boolean" => (!value.is_boolean()).then(|| wrong("a boolean")).flatten(),
+        "int32" => (!integer(i32::MIN as f64, i32::MAX as f64))
+            .then(|| wrong("a whole number (int32)"))
+            .flatten(),
+        "int64" => (!integer(i64::MIN as f64, i64::MAX as f64))
+            .then(|| wrong("a whole number"))
+            .flatten(),
+        "uint64" => (!integer(0.0, u64::MAX as f64))
+            .then(|| wrong("a whole number, not below 0"))
+            .flatten(),
+        "number" => (!value.is_number()).then(|| wrong("a number")).flatten(),
+        "quantity" => (!(value.is_string() || value.is_number()))
+            .then(|| wrong("a quantity (`500m`, `1Gi`, a number)"))
+            .flatten(),
+        "int-or-string" => (!(value.is_string() || integer(i32::MIN as f64, i32::MAX as f64)))
+            .then(|| wrong("a whole number or a string"))
+            .flatten(),
+        "any" => None,
+        _ => {
+            if let Some(item) = expr.strip_prefix("[]") {
+                let Value::Array(items) = value else {
+                    return wrong("a list");
+                };
+                let len = at.len();
+                for (i, element) in items.iter().enumerate() {
+                    let _ = write!(at, "[{i}]");
+                    if let Some(problem) = check(element, item, at) {
+                        return Some(problem);
+                    }
+                    at.truncate(len);
+                }
+                return None;
+            }
+            if let Some(entry) = expr.strip_prefix("{}") {
+                let Value::Object(map) = value else {
+                    return wrong("a mapping");
+                };
+                let len = at.len();
+                for (key, element) in map {
+                    let _ = write!(at, "[{key:?}]");
+                    if let Some(problem) = check(element, entry, at) {
+                        return Some(problem);
+                    }
+                    at.truncate(len);
+                }
+                return None;
+            }
+            let fields = FIELDS.types.get(expr)?;
+            let Value::Object(map) = value else {
+                return wrong("a mapping");
+            };
+            let len = at.len();
+            for (key, element) in map {
+                if !at.is_empty() {
+                    at.push('.');
+                }
+                at.push_str(key);
+                let Some(field) = fields.get(key) else {
+                    return Some(Problem::Unknown);
+                };
+                if let Some(problem) = check(element, field, at) {
+                    return Some(problem);
+                }
+                at.truncate(len);
+            }
+            None
+        }
+    }
+}
+
+/// What to do, where it is plain.
+fn advice(found: &str, expected: &str) -> &'static str {
+    match (found, expected) {
+        ("a string", e) if e.starts_with("a whole number") || e == "a boolean" => ": unquote it",
+        ("a number" | "a boolean", "a string") => ": quote it",
+        _ => "",
+    }
+}
+
+fn what(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() != 0.0) => {
+            "a number with a fraction"
+        }
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn deployment(spec: Value) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": spec})
+    }
+
+    #[test]
+    fn what_the_api_server_decodes_passes() {
+        let spec = json!({
+            "replicas": 3.0,
+            "selector": {"matchLabels": {"app": "d"}},
+            "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
+            "template": {
+                "metadata": {"labels": {"app": "d"}, "creationTimestamp": null},
+                "spec": {"containers": [{
+                    "name": "c", "image": "i",
+                    "resources": {"limits": {"cpu": "500m", "memory": 1024}},
+                    "ports": [{"containerPort": 80}]
+                }]}
+            }
+        });
+        assert_eq!(refusal(&deployment(spec)), None);
+        // A custom resource, and a kind no release serves, are not known.
+        assert_eq!(
+            refusal(&json!({"apiVersion": "example.com/v1", "kind": "Widget", "spec": {"x": 1}})),
+            None
+        );
+    }
+
+    #[test]
+    fn unknown_fields_and_wrong_types_are_refused_where_they_are() {
+        for (spec, refusal_text) in [
+            (
+                json!({"bogus": 1}),
+                "`spec.bogus` is no field of Deployment (`apps/v1`), and the API server refuses a field it does not know: a misspelling, or a field of another kind or version?",
+            ),
+            (
+                json!({"replicas": "3"}),
+                "`spec.replicas` is a string, where the API server takes a whole number (int32): unquote it",
+            ),
+            (
+                json!({"replicas": 1.5}),
+                "`spec.replicas` is a number with a fraction, where the API server takes a whole number (int32)",
+            ),
+            (
+                json!({"replicas": 3_000_000_000u64}),
+                "`spec.replicas` is a number, where the API server takes a whole number (int32)",
+            ),
+            (
+                json!({"template": {"spec": {"containers": [{"name": "c"}, {"name": 7}]}}}),
+                "`spec.template.spec.containers[1].name` is a number, where the API server takes a string: quote it",
+            ),
+            (
+                json!({"template": {"metadata": {"annotations": {"a": "b", "inject": false}}}}),
+                "`spec.template.metadata.annotations[\"inject\"]` is a boolean, where the API server takes a string: quote it",
+            ),
+            (
+                json!({"paused": "yes"}),
+                "`spec.paused` is a string, where the API server takes a boolean: unquote it",
+            ),
+            (
+                json!({"template": {"spec": {"containers": {"name": "c"}}}}),
+                "`spec.template.spec.containers` is a mapping, where the API server takes a list",
+            ),
+        ] {
+            assert_eq!(
+                refusal(&deployment(spec.clone())).as_deref(),
+                Some(refusal_text),
+                "{spec}"
+            );
+        }
+        let top =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "date": {}});
+        assert!(
+            refusal(&top)
+                .unwrap()
+                .starts_with("`date` is no field of ConfigMap (`v1`)")
+        );
+    }
+}
