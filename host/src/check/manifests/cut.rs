@@ -224,7 +224,7 @@ fn is_marker(line: &str, marker: &str) -> bool {
 /// Whether `line` holds content, not only white space, a comment or a
 /// directive (`%YAML`).
 pub(super) fn has_content(line: &str) -> bool {
-    let line = line.trim();
+    let line = line.trim().trim_start_matches('\u{feff}').trim_start();
     !(line.is_empty() || line.starts_with('#') || line.starts_with('%'))
 }
 

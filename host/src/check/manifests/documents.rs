@@ -137,7 +137,7 @@ impl<'t> Piece<'t> {
 /// the line of its content, or of what is wrong with it.
 pub(super) fn yaml_document(piece: Piece<'_>) -> Read {
     let without_mark;
-    let piece = match document_mark(piece.text) {
+    let piece = match document_mark(piece.text, piece.first_line) {
         Some(at) => {
             without_mark = [&piece.text[..at], &piece.text[at + '\u{feff}'.len_utf8()..]].concat();
             Piece {
@@ -189,11 +189,16 @@ pub(super) fn yaml_document(piece: Piece<'_>) -> Read {
 }
 
 /// Where a byte-order mark opens the document (first thing in it, or
-/// first thing after its `---` line): kubectl's reader drops it there, as
-/// the YAML spec allows, and the parser would not.
-fn document_mark(text: &str) -> Option<usize> {
+/// first thing after a `---` line that ends an earlier document): kubectl's
+/// reader hands its parser each document from there, and the parser drops
+/// a mark that opens its input. After the stream's own first `---` line
+/// the mark stays in kubectl's first document, and in the first key.
+fn document_mark(text: &str, first_line: usize) -> Option<usize> {
     if text.starts_with('\u{feff}') {
         return Some(0);
+    }
+    if first_line == 1 {
+        return None;
     }
     let (first, rest) = text.split_once('\n')?;
     let marker = first

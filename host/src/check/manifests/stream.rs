@@ -44,11 +44,18 @@ pub fn scan(input: &mut impl BufRead) -> io::Result<Scan> {
         if input.read_line(&mut line)? == 0 {
             break;
         }
+        // The stream's mark is no part of its first line; a mark further
+        // down is its document's (`documents::yaml_document` drops it),
+        // and the cut's offsets count it.
+        let first = cutter.is_none();
         let cutter = cutter.get_or_insert_with(|| match line.starts_with('\u{feff}') {
             true => Cutter::new('\u{feff}'.len_utf8() as u64),
             false => Cutter::new(0),
         });
-        let text = line.strip_prefix('\u{feff}').unwrap_or(&line);
+        let text = match first {
+            true => line.strip_prefix('\u{feff}').unwrap_or(&line),
+            false => &line,
+        };
         if !content_seen && !text.trim_start().is_empty() {
             content_seen = true;
             scan.json_like = text.trim_start().starts_with(['{', '[']);
@@ -435,6 +442,13 @@ mod tests {
     #[test]
     fn json_and_a_byte_order_mark() {
         same("\u{feff}apiVersion: v1\nitems:\n- kind: Pod\nkind: List\n");
+        // A mark opening a later document: the cut keeps its bytes.
+        let found = same("a: 1\n---\n\u{feff}b: {c: 2}\n---\nd: 3\n");
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(
+            matches!(&found[1], Found::Document(3, Ok(v)) if v["b"]["c"] == 2),
+            "{found:?}"
+        );
         same(
             "{\"kind\": \"List\", \"items\": [{\"kind\": \"Pod\"}]}\n---\nitems:\n- a\nkind: List\n",
         );
