@@ -105,10 +105,14 @@ pub fn github(outcome: &Outcome, mode: &str) -> String {
 pub fn junit(outcome: &Outcome, policy: &str) -> String {
     let mut cases = String::new();
     for row in &outcome.rows {
+        let name = match row.audited {
+            true => format!("{} (judged as an audit)", row.object),
+            false => row.object.clone(),
+        };
         let _ = write!(
             cases,
             "    <testcase name=\"{}\" classname=\"{}\" file=\"{}\" line=\"{}\"",
-            xml(&row.object),
+            xml(&name),
             xml(&row.source.file),
             xml(&row.source.file),
             row.source.line
@@ -121,10 +125,7 @@ pub fn junit(outcome: &Outcome, policy: &str) -> String {
                     ">\n      <failure type=\"rejected\" message=\"{}\">{}</failure>\n    </testcase>\n",
                     xml(row.message.as_deref().unwrap_or("rejected")),
                     xml(&match row.derived_from.is_empty() {
-                        true if row.audited => {
-                            format!("{} at {}, judged as an audit", row.object, row.source)
-                        }
-                        true => format!("{} at {}", row.object, row.source),
+                        true => format!("{name} at {}", row.source),
                         false => format!(
                             "{} from {} at {}",
                             row.object,
@@ -357,6 +358,54 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A row judged as an audit says so in every output, and a row that
+    /// is not says nothing of it.
+    #[test]
+    fn an_audited_row_says_so_everywhere() {
+        let outcome = |audited: bool| Outcome {
+            rows: vec![Row {
+                object: "Pod shop/stored".to_string(),
+                derived_from: Vec::new(),
+                source: Source {
+                    file: "dump.yaml".to_string(),
+                    line: 9,
+                    item: Some(0),
+                },
+                accepted: false,
+                message: Some("lacks required annotations".to_string()),
+                annotations: Vec::new(),
+                audited,
+            }],
+            audited: usize::from(audited),
+            ..Outcome::default()
+        };
+        for audited in [true, false] {
+            let outcome = outcome(audited);
+            let outputs = [
+                table::table_for(&outcome, "protect", false, Some(100), false),
+                github(&outcome, "protect"),
+                junit(&outcome, "p"),
+                sarif(&outcome, "protect", "p"),
+            ];
+            for output in outputs {
+                assert_eq!(output.contains("as an audit"), audited, "{output}");
+            }
+            let report: serde_json::Value =
+                serde_json::from_str(&json(&outcome, "protect", false)).unwrap();
+            assert_eq!(report["results"][0]["audit"], audited);
+            // An accepted row, in the outputs that show accepted rows.
+            let mut accepted = outcome;
+            accepted.rows[0].accepted = true;
+            accepted.rows[0].message = None;
+            for output in [
+                table::table_for(&accepted, "protect", false, Some(100), false),
+                junit(&accepted, "p"),
+            ] {
+                assert_eq!(output.contains("as an audit"), audited, "{output}");
+            }
+        }
+    }
 
     #[test]
     fn a_row_says_its_object_once() {
