@@ -221,7 +221,7 @@ fn compare(file: &str, checked: &[Entry], kubectl: &[Entry]) -> Result<Vec<Diffe
                 .contains("is not a list")
                 .then_some(Difference::ListInList),
             (Read::Refused(why), Read::Object { name, .. }) => Some(match why {
-                why if why.contains("duplicate entry with key") => Difference::DuplicateKey,
+                why if why.contains("is given twice") => Difference::DuplicateKey,
                 why if why.contains("which the API server refuses: not judged") => {
                     Difference::Incomplete
                 }

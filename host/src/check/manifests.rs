@@ -1049,7 +1049,7 @@ a: [unclosed
         assert!(
             twice.unusable[0]
                 .reason
-                .contains("duplicate entry with key \"a\""),
+                .contains("the key \"a\" is given twice"),
             "{:?}",
             twice.unusable
         );

@@ -175,10 +175,23 @@ pub(super) fn yaml_document(piece: Piece<'_>) -> Read {
                 .map_or(piece.content_line, |at| piece.first_line + at.line() - 1);
             // The parser places a key given twice at its mapping: the key's
             // second place is where to look.
-            let line = duplicate_key(&error.to_string())
-                .and_then(|key| second_place(piece.text, key))
-                .map_or(line, |at| piece.first_line + at - 1);
-            let message = in_file_lines(&error.to_string(), piece.first_line - 1);
+            let text = error.to_string();
+            if let Some(key) = duplicate_key(&text) {
+                let line =
+                    second_place(piece.text, key).map_or(line, |at| piece.first_line + at - 1);
+                // `metadata.annotations: duplicate entry …`: where, then what.
+                let mapping = text
+                    .split_once(": duplicate entry")
+                    .map_or(String::new(), |(at, _)| format!("`{at}`: "));
+                return (
+                    line,
+                    Err(format!(
+                        "{mapping}the key {key:?} is given twice (kubectl would keep the last, \
+                         without a word): keep one"
+                    )),
+                );
+            }
+            let message = in_file_lines(&text, piece.first_line - 1);
             let reason = match message.strip_prefix("recursion limit exceeded") {
                 Some(at) => too_deep(at),
                 None => format!("not YAML: {message}"),
@@ -502,10 +515,15 @@ mod tests {
         );
         assert_eq!(read[2].1, Ok(json!({"c": 3})));
         let twice = read_one("a: 1\na: 2\n");
+        assert_eq!(
+            twice.unwrap_err(),
+            "the key \"a\" is given twice (kubectl would keep the last, without a word): keep one"
+        );
+        let nested = read_one("m:\n  k: 1\n  k: 2\n");
         assert!(
-            twice
-                .unwrap_err()
-                .contains("duplicate entry with key \"a\"")
+            nested.unwrap_err().starts_with("`m`: the key \"k\" is given twice"),
+            "{:?}",
+            read_one("m:\n  k: 1\n  k: 2\n")
         );
         // At the key's second place, in whichever mapping.
         for (text, line) in [

@@ -435,7 +435,7 @@ mod tests {
         assert_eq!(found.len(), 3);
         assert!(matches!(
             &same("kind: List\nitems:\n- a: 1\n  a: 2\n")[0],
-            Found::Document(_, Err(e)) if e.contains("duplicate entry with key \"a\"")
+            Found::Document(_, Err(e)) if e.contains("the key \"a\" is given twice")
         ));
     }
 
