@@ -521,7 +521,9 @@ mod tests {
         );
         let nested = read_one("m:\n  k: 1\n  k: 2\n");
         assert!(
-            nested.unwrap_err().starts_with("`m`: the key \"k\" is given twice"),
+            nested
+                .unwrap_err()
+                .starts_with("`m`: the key \"k\" is given twice"),
             "{:?}",
             read_one("m:\n  k: 1\n  k: 2\n")
         );

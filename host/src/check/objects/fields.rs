@@ -167,7 +167,8 @@ fn advice(found: &str, expected: &str) -> &'static str {
     }
 }
 
-fn what(value: &Value) -> &'static str {
+/// What a JSON value is, as a message names it.
+pub fn what(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

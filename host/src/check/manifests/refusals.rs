@@ -1,0 +1,131 @@
+//! Why the API server would refuse an object the input holds, before any
+//! policy sees it: a kind or version it does not serve, metadata it cannot
+//! decode (a name missing, an annotation that is no string, in the object
+//! or in a template nested in it), a field its kind does not have or a
+//! value of another type, a workload without what its kind requires. Such
+//! an object is unusable, with the reason, and nothing is derived from it.
+
+use serde_json::Value;
+
+use crate::check::objects::fields::what;
+
+/// Why `value` is not a Kubernetes object, if it is not.
+pub(super) fn object_problem(value: &Value) -> Option<String> {
+    let Some(object) = value.as_object() else {
+        return Some(format!("not a Kubernetes object: {}", what(value)));
+    };
+    let text = |field: &str| object.get(field).and_then(Value::as_str);
+    match (text("apiVersion"), text("kind")) {
+        (_, None) => Some("not a Kubernetes object: no `kind`".to_string()),
+        (None, _) => Some("not a Kubernetes object: no `apiVersion`".to_string()),
+        (Some(api_version), Some(kind)) => {
+            crate::check::objects::served::refusal(api_version, kind)
+                .or_else(|| metadata_problem(value, object))
+        }
+    }
+}
+
+/// Why the API server refuses `value`'s metadata, or the object for it.
+fn metadata_problem(value: &Value, object: &serde_json::Map<String, Value>) -> Option<String> {
+    let Some(Value::Object(metadata)) = object.get("metadata") else {
+        return Some("no `metadata`".to_string());
+    };
+    let named = metadata
+        .get("name")
+        .and_then(Value::as_str)
+        .is_some_and(|name| !name.is_empty())
+        || metadata.get("generateName").is_some_and(Value::is_string);
+    if !named {
+        return Some("no `metadata.name`".to_string());
+    }
+    strings_only("", metadata)
+        .or_else(|| nested_strings_only(value))
+        .or_else(|| crate::check::objects::fields::refusal(value))
+        .or_else(|| incomplete(value))
+}
+
+/// Why the API server would refuse a workload that lacks what its kind
+/// requires (a kustomize patch looks so): judged, it would derive nothing
+/// real.
+fn incomplete(object: &Value) -> Option<String> {
+    let missing = crate::check::objects::missing_required(object);
+    (!missing.is_empty()).then(|| {
+        format!(
+            "a {} without {}, which the API server refuses: not judged (a kustomize \
+             patch? check what `kubectl kustomize` renders)",
+            object["kind"].as_str().unwrap_or_default(),
+            missing.join(" or ")
+        )
+    })
+}
+
+/// The API server takes only strings as annotation and label values
+/// (`map[string]string`): it refuses an object with `owner: 1` before any
+/// policy sees it, so the check does not judge one.
+/// `at` is where the metadata is (`spec.template.`), `""` at the top.
+fn strings_only(at: &str, metadata: &serde_json::Map<String, Value>) -> Option<String> {
+    for field in ["annotations", "labels"] {
+        match metadata.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(map)) => {
+                if let Some((key, value)) = map.iter().find(|(_, v)| !v.is_string()) {
+                    return Some(format!(
+                        "`{at}metadata.{field}` \"{key}\" is {}, and the API server takes only strings: quote it",
+                        what(value)
+                    ));
+                }
+            }
+            Some(other) => {
+                return Some(format!(
+                    "`{at}metadata.{field}` is {}, not a mapping",
+                    what(other)
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// The same of the metadata nested in a Kubernetes object's `spec` (a pod
+/// template's, a job template's, a claim template's): every `metadata` of
+/// Kubernetes' own types is an ObjectMeta, decoded as strictly as the
+/// object's own (`sidecar.istio.io/inject: false` in a pod template is
+/// refused as it is at the top). A custom resource's schema is its CRD's,
+/// which the check does not know.
+fn nested_strings_only(object: &Value) -> Option<String> {
+    let (group, _) = crate::check::objects::group_version(object["apiVersion"].as_str()?);
+    if !crate::check::objects::kubernetes_group(group) {
+        return None;
+    }
+    fn walk(value: &Value, at: &mut String) -> Option<String> {
+        let len = at.len();
+        let found = match value {
+            Value::Object(map) => map.iter().find_map(|(key, value)| {
+                at.push_str(key);
+                let found = match (key.as_str(), value) {
+                    ("metadata", Value::Object(metadata)) => {
+                        at.truncate(len);
+                        strings_only(at, metadata)
+                    }
+                    _ => {
+                        at.push('.');
+                        walk(value, at)
+                    }
+                };
+                at.truncate(len);
+                found
+            }),
+            Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+                at.truncate(len.saturating_sub(1));
+                at.push_str(&format!("[{i}]."));
+                let found = walk(item, at);
+                at.truncate(len);
+                found
+            }),
+            _ => None,
+        };
+        at.truncate(len);
+        found
+    }
+    walk(object.get("spec")?, &mut "spec.".to_string())
+}
