@@ -768,6 +768,55 @@ fn a_repository_is_walked_as_a_person_would_check_it() {
     assert_eq!(notes, expected, "{}", finished.output);
 }
 
+/// A paused Deployment, a suspended Job or CronJob derives nothing, and a
+/// note says so, naming the object as its row does; resumed, each derives
+/// again and no note is left.
+#[test]
+fn what_makes_nothing_now_is_noted() {
+    let dir = scratch("idle");
+    let write = |suspended: bool| {
+        std::fs::write(
+            dir.join("idle.yaml"),
+            format!(
+                "apiVersion: batch/v1\nkind: CronJob\nmetadata: {{name: nightly, namespace: ops}}\nspec:\n  suspend: {suspended}\n  schedule: \"0 1 * * *\"\n  jobTemplate:\n    spec:\n      template:\n        spec: {{restartPolicy: Never, containers: [{{name: c, image: i}}]}}\n---\napiVersion: batch/v1\nkind: Job\nmetadata: {{name: once}}\nspec:\n  suspend: {suspended}\n  template:\n    spec: {{restartPolicy: Never, containers: [{{name: c, image: i}}]}}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  paused: {suspended}\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec: {{containers: [{{name: c, image: i}}]}}\n"
+            ),
+        )
+        .unwrap();
+        let finished = check(
+            &module_path(),
+            owner_required(),
+            &[dir.to_str().unwrap()],
+            Format::Json,
+        )
+        .unwrap();
+        serde_json::from_str::<Value>(&finished.output).unwrap()
+    };
+    let idle = write(true);
+    assert_eq!(
+        objects(&idle),
+        [
+            "CronJob ops/nightly",
+            "Job default/once",
+            "Deployment default/web"
+        ]
+    );
+    let notes: Vec<&str> = idle["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["note"].as_str().unwrap())
+        .collect();
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert!(notes[0].starts_with(
+        "CronJob ops/nightly is suspended (`spec.suspend: true`): its controller makes no Job"
+    ));
+    assert!(notes[1].starts_with("Job default/once is suspended"));
+    assert!(notes[2].starts_with("Deployment default/web is paused (`spec.paused: true`)"));
+    let resumed = write(false);
+    assert_eq!(resumed["notes"], json!([]));
+    assert_eq!(objects(&resumed).len(), 8, "{resumed}");
+}
+
 #[test]
 fn unusable_settings_or_policy_check_nothing() {
     let invalid = settings(json!({"criteria": "containsAllOf", "values": []}));

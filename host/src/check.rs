@@ -242,16 +242,18 @@ impl Checker {
         let total = spill.len();
         for (done, manifest) in spill.read_back().map_err(spilling)?.enumerate() {
             let manifest = manifest.map_err(spilling)?;
+            let candidates = objects::candidates(&manifest.object, &admission, &owners);
             if admission.derive
                 && let Some(idle) = objects::idle(&manifest.object)
             {
+                // Named as admitted, in its namespace, as its row names it.
                 outcome.notes.push(manifests::Note {
                     source: manifest.source.clone(),
-                    text: format!("{} {idle}", objects::describe(&manifest.object)),
+                    text: format!("{} {idle}", objects::describe(&candidates[0].object)),
                     unrendered: false,
                 });
             }
-            for candidate in objects::candidates(&manifest.object, &admission, &owners) {
+            for candidate in candidates {
                 self.judge(candidate, &manifest.source, &namespaces, &mut outcome)
                     .map_err(|e| e.to_string())?;
             }
