@@ -769,8 +769,8 @@ fn a_repository_is_walked_as_a_person_would_check_it() {
 }
 
 /// A paused Deployment, a suspended Job or CronJob derives nothing, and a
-/// note says so, naming the object as its row does; resumed, each derives
-/// again and no note is left.
+/// warning says so, naming the object as its row does (nothing of the input
+/// was skipped); resumed, each derives again and no warning is left.
 #[test]
 fn what_makes_nothing_now_is_noted() {
     let dir = scratch("idle");
@@ -800,20 +800,32 @@ fn what_makes_nothing_now_is_noted() {
             "Deployment default/web"
         ]
     );
-    let notes: Vec<&str> = idle["notes"]
+    // Warnings, not notes: nothing of the input was skipped.
+    assert_eq!(idle["notes"], json!([]));
+    let warnings: Vec<&str> = idle["warnings"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|n| n["note"].as_str().unwrap())
+        .map(|n| n.as_str().unwrap())
+        .filter(|w| w.contains(") is "))
         .collect();
-    assert_eq!(notes.len(), 3, "{notes:?}");
-    assert!(notes[0].starts_with(
-        "CronJob ops/nightly is suspended (`spec.suspend: true`): its controller makes no Job"
-    ));
-    assert!(notes[1].starts_with("Job default/once is suspended"));
-    assert!(notes[2].starts_with("Deployment default/web is paused (`spec.paused: true`)"));
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    let file = dir.join("idle.yaml").display().to_string();
+    assert!(
+        warnings[0].starts_with(&format!(
+            "CronJob ops/nightly ({file}:1) is suspended (`spec.suspend: true`): its controller makes no Job"
+        )),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[1].starts_with("Job default/once (") && warnings[1].contains(") is suspended")
+    );
+    assert!(warnings[2].contains(") is paused (`spec.paused: true`)"));
     let resumed = write(false);
-    assert_eq!(resumed["notes"], json!([]));
+    assert!(
+        !resumed["warnings"].to_string().contains(") is "),
+        "{resumed}"
+    );
     assert_eq!(objects(&resumed).len(), 8, "{resumed}");
 }
 

@@ -157,11 +157,11 @@ enum Difference {
     /// `--- {…}`: kubectl refuses it with the document before it; check
     /// refuses it and judges the document before.
     ContentOnMarker,
-    /// A stream that starts as JSON and goes on as YAML: check reads it
-    /// whole, so a List's items there stand at the List's line; kubectl's
-    /// decoder goes on as JSON past some YAML (a `--- {…}` document, or
-    /// any, where lines end with CR alone) and stops there. check refuses
-    /// such a file whole when its lines end with CR alone.
+    /// A stream that starts as JSON: check places a List's items there at
+    /// the List's line (it reads JSON with serde_json, which keeps no
+    /// positions); and where it goes on as YAML, kubectl's decoder goes on
+    /// as JSON past some of it (a `--- {…}` document, or any, where lines
+    /// end with CR alone) and stops there, while check reads it as YAML.
     AfterJson,
     /// A file whose lines end with CR alone: kubectl reads its first
     /// document and drops the others without a word; check reads the first
@@ -189,10 +189,14 @@ fn compare(file: &str, checked: &[Entry], kubectl: &[Entry]) -> Result<Vec<Diffe
     if json_first && cr_only {
         return Ok(vec![Difference::AfterJson]);
     }
-    let bom_inside = text
-        .strip_prefix('\u{feff}')
-        .unwrap_or(&text)
-        .contains('\u{feff}');
+    // The two places where kubectl's reader keeps a mark: after the
+    // stream's leading `---`, and before a `---` or a JSON value.
+    let rest = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let bom_inside = rest.starts_with("---\n\u{feff}")
+        || rest.starts_with("---\r\n\u{feff}")
+        || rest.starts_with("---\r\u{feff}")
+        || text.contains("\u{feff}---")
+        || text.contains("\u{feff}{");
     let fail = |what: String| match bom_inside {
         true => Ok(vec![Difference::BomInside]),
         false => Err(format!(

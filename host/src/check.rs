@@ -246,12 +246,13 @@ impl Checker {
             if admission.derive
                 && let Some(idle) = objects::idle(&manifest.object)
             {
-                // Named as admitted, in its namespace, as its row names it.
-                outcome.notes.push(manifests::Note {
-                    source: manifest.source.clone(),
-                    text: format!("{} {idle}", objects::describe(&candidates[0].object)),
-                    unrendered: false,
-                });
+                // Named as admitted, in its namespace, as its row names it;
+                // a warning, since nothing of the input was skipped.
+                outcome.warnings.push(format!(
+                    "{} ({}) {idle}",
+                    objects::describe(&candidates[0].object),
+                    manifest.source
+                ));
             }
             for candidate in candidates {
                 self.judge(candidate, &manifest.source, &namespaces, &mut outcome)

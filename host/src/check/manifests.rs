@@ -915,6 +915,11 @@ a: [unclosed
             assert!(read.manifests.is_empty(), "{metadata}");
             assert_eq!(read.unusable[0].reason, reason);
         }
+        let numbered = read("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 2024}\n");
+        assert_eq!(
+            numbered.unusable[0].reason,
+            "`metadata.name` is a number, and a name is a string: quote it"
+        );
         let twice = read(&object("  annotations:\n    a: b\n    a: c\n"));
         assert!(twice.manifests.is_empty());
         assert!(

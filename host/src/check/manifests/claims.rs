@@ -90,7 +90,7 @@ impl Claims {
             {
                 self.named
                     .entry(file.clone())
-                    .or_insert_with(|| (path.to_path_buf(), field));
+                    .or_insert_with(|| (real.clone(), field));
                 files.insert(file);
             }
         }
@@ -145,7 +145,7 @@ pub(super) fn read(
                 found(note(format!(
                     "named under `{field}` by {}: the kustomization's input, not judged alone; \
                      check what `kubectl kustomize {} | policy-runner check … -` renders",
-                    kustomization.display(),
+                    shown_as(file, &kustomization).display(),
                     dir.display()
                 )));
             }
@@ -340,5 +340,39 @@ mod tests {
         ));
         std::fs::remove_dir_all(root).unwrap();
         std::fs::remove_dir_all(elsewhere).unwrap();
+    }
+
+    /// A kustomization read with its patch notes it, however its path was
+    /// given: a relative one too.
+    #[test]
+    fn a_kustomization_in_the_input_notes_its_patch_by_any_path() {
+        let root = tree(&[
+            ("kustomization.yaml", "patches:\n- path: patch.yaml\n"),
+            ("patch.yaml", "kind: Deployment\n"),
+        ]);
+        let relative = |file: &str| {
+            let cwd = std::fs::canonicalize(std::env::current_dir().unwrap()).unwrap();
+            let real = std::fs::canonicalize(root.join(file)).unwrap();
+            let mut up = PathBuf::new();
+            for _ in cwd.components().skip(1) {
+                up.push("..");
+            }
+            up.join(real.strip_prefix("/").unwrap())
+        };
+        for path in [
+            root.join("kustomization.yaml"),
+            relative("kustomization.yaml"),
+        ] {
+            let mut claims = Claims::default();
+            let kustomized = HashSet::from([path.clone()]);
+            claims.learn(&path);
+            let patch = path.with_file_name("patch.yaml");
+            let mut notes = Vec::new();
+            read(&patch, &mut claims, &kustomized, &mut |input| {
+                notes.push(input)
+            });
+            assert!(notes.is_empty(), "{}: {notes:?}", path.display());
+        }
+        std::fs::remove_dir_all(root).unwrap();
     }
 }

@@ -36,7 +36,15 @@ fn metadata_problem(value: &Value, object: &serde_json::Map<String, Value>) -> O
         .is_some_and(|name| !name.is_empty())
         || metadata.get("generateName").is_some_and(Value::is_string);
     if !named {
-        return Some("no `metadata.name`".to_string());
+        return Some(match metadata.get("name") {
+            Some(name) if !name.is_string() && !name.is_null() => {
+                format!(
+                    "`metadata.name` is {}, and a name is a string: quote it",
+                    what(name)
+                )
+            }
+            _ => "no `metadata.name`".to_string(),
+        });
     }
     strings_only("", metadata)
         .or_else(|| nested_strings_only(value))

@@ -83,9 +83,14 @@ pub fn read(
         // `documents` decides.
         let text = text_at(input, 0, u64::MAX)?;
         for (line, value) in documents::read(&text) {
-            // Which document of the text holds the syntax is not known
-            // here: any does, in JSON that does not parse.
-            match value.is_err().then(|| templates::in_text(&text, 1)) {
+            // Where the document starts is not known here: the line the
+            // error names is a template's when it holds the syntax
+            // (`{{- if .Values.x }}` that opens a chart's template).
+            let at = |line: usize| {
+                let text = text.lines().nth(line.saturating_sub(1)).unwrap_or_default();
+                templates::in_text(text, line)
+            };
+            match value.is_err().then(|| at(line)) {
                 Some(Some(template)) => found(Found::Template(line, template)),
                 _ => found(Found::Document(line, value)),
             }

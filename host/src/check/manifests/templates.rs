@@ -57,12 +57,15 @@ fn syntax(text: &str) -> Option<(Renderer, usize)> {
         let opening = renderer.opening();
         text.match_indices(opening)
             .find(|(at, _)| match renderer {
-                // `${` opens a variable only before a name: `${1}` and
-                // `$${` are shell, not envsubst.
-                Renderer::Envsubst => text[at + 2..]
-                    .bytes()
-                    .next()
-                    .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_'),
+                // `${` opens a variable only before a name, and not after
+                // another `$`: `${1}` and `$${HOME}` are shell, not envsubst.
+                Renderer::Envsubst => {
+                    !text[..*at].ends_with('$')
+                        && text[at + 2..]
+                            .bytes()
+                            .next()
+                            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                }
                 Renderer::Helm | Renderer::Unknown => true,
             })
             .map(|(at, _)| (renderer, at))
@@ -70,14 +73,80 @@ fn syntax(text: &str) -> Option<(Renderer, usize)> {
 }
 
 /// The template syntax of a document's text that does not parse, at the
-/// line of the file it is on (`first_line`: where the text starts).
+/// line of the file it is on (`first_line`: where the text starts). Only
+/// syntax that stands as YAML's structure counts: in a quoted scalar, a
+/// comment or a block scalar it is content (a Prometheus rule's
+/// `"{{ $labels.instance }}"`, a script's `${HOME}`), and a document that
+/// breaks elsewhere is broken, not a template.
 pub fn in_text(text: &str, first_line: usize) -> Option<Template> {
-    let (renderer, offset) = syntax(text)?;
-    let line = first_line + text[..offset].bytes().filter(|&b| b == b'\n').count();
-    Some(Template {
-        renderer,
-        at: format!("at line {line}"),
+    // The structure of each line, past block scalars (the lines more
+    // indented than the key that opened one).
+    let mut lines = Vec::new();
+    let mut block: Option<usize> = None;
+    for (number, line) in text.lines().enumerate() {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        if let Some(key) = block {
+            if line.trim().is_empty() || indent > key {
+                continue;
+            }
+            block = None;
+        }
+        let structure = structure(line);
+        let opener = structure.trim_end();
+        if opener.ends_with(['|', '>'])
+            || opener.ends_with("|-")
+            || opener.ends_with(">-")
+            || opener.ends_with("|+")
+            || opener.ends_with(">+")
+        {
+            block = Some(indent);
+        }
+        lines.push((number, structure));
+    }
+    // The likeliest renderer first, wherever its syntax is.
+    Renderer::ALL.into_iter().find_map(|renderer| {
+        let (number, _) = lines
+            .iter()
+            .find(|(_, line)| syntax(line).is_some_and(|(found, _)| found == renderer))?;
+        Some(Template {
+            renderer,
+            at: format!("at line {}", first_line + number),
+        })
     })
+}
+
+/// A line without its quoted scalars and its comment: what YAML reads as
+/// structure and plain scalars. (A quoted scalar that runs on to the next
+/// line is closed at the line's end: its rest reads as structure, which
+/// errs towards calling a broken document a template only where it holds
+/// template syntax on that line.)
+fn structure(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    let mut previous = ' ';
+    while let Some(c) = chars.next() {
+        match c {
+            '#' if previous == ' ' || previous == '\t' => break,
+            '"' | '\'' if matches!(previous, ' ' | '\t' | ':' | '[' | '{' | ',' | '-') => {
+                let quote = c;
+                while let Some(inner) = chars.next() {
+                    match inner {
+                        '\\' if quote == '"' => {
+                            chars.next();
+                        }
+                        _ if inner == quote => break,
+                        _ => {}
+                    }
+                }
+                out.push(' ');
+                previous = quote;
+                continue;
+            }
+            _ => out.push(c),
+        }
+        previous = c;
+    }
+    out
 }
 
 /// The template syntax of an object that parsed, where the API server
@@ -156,10 +225,27 @@ mod tests {
             found("{% if x %}\na: [\n").map(|f| f.0),
             Some(Renderer::Unknown)
         );
-        // Shell's `${1}`, `$HOME` and a lone brace are no template.
-        for text in ["a: ${1}\n", "a: $HOME\n", "a: {b: [\n", "a: \"${\"\n"] {
+        // Shell's `${1}`, `$${HOME}` and `$HOME` and a lone brace are no
+        // template; nor is syntax in a quoted scalar, a comment or a block
+        // scalar of a document broken elsewhere.
+        for text in [
+            "a: ${1}\n",
+            "a: $HOME\n",
+            "a: $${HOME}\n",
+            "a: {b: [\n",
+            "a: \"${\"\n",
+            "alert: \"{{ $labels.instance }} is down\"\nbroken:\n\tx: 1\n",
+            "a: 'x {{ y }}'\n\tb: 1\n",
+            "a: 1 # {{ not here }}\n\tb: 1\n",
+            "script: |\n  echo ${HOME} {{x}}\n  done\n\tb: 1\n",
+        ] {
             assert_eq!(found(text), None, "{text}");
         }
+        // After a block scalar ends, structure again.
+        assert_eq!(
+            found("script: |\n  echo ${HOME}\nname: {{ .Release.Name }}\n").map(|f| f.1),
+            Some("at line 12".to_string())
+        );
     }
 
     #[test]

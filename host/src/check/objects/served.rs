@@ -91,6 +91,12 @@ pub fn refusal(api_version: &str, kind: &str) -> Option<String> {
             .collect()
     };
     if let Some((removed, replacement)) = served.removed.get(&(api_version, kind)) {
+        // A replacement removed in its turn (flowcontrol's v1beta1, then
+        // v1beta3) names what the release serves.
+        let mut replacement = *replacement;
+        while let Some((_, next)) = served.removed.get(&(replacement, kind)) {
+            replacement = next;
+        }
         let instead = match replacement.is_empty() {
             false => vec![format!("`{replacement}`")],
             true => serving(kind),
@@ -179,6 +185,11 @@ mod tests {
                 "apps/v1",
                 "Deploymnet",
                 "no kind `Deploymnet` in `apps/v1`, which Kubernetes 1.37 serves",
+            ),
+            (
+                "flowcontrol.apiserver.k8s.io/v1beta1",
+                "FlowSchema",
+                "`flowcontrol.apiserver.k8s.io/v1beta1` FlowSchema is no longer served: Kubernetes 1.26 removed it; use `flowcontrol.apiserver.k8s.io/v1`",
             ),
             (
                 "apps/v2",
