@@ -393,6 +393,7 @@ const DOCUMENTS: &[&str] = &[
     "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nmetadata: {name: kz@}\n",
     "--- {apiVersion: v1, kind: ConfigMap, metadata: {name: mk@}}\n",
     "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"j@\"}}\n",
+    "{\"apiVersion\": \"v1\", \"items\": [{\"metadata\": {\"name\": \"jt@\"}}], \"kind\": \"ConfigMapList\"}\n",
     "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: patch@}\nspec: {replicas: 3}\n",
     "apiVersion: apps/v1\nkind: Deploymnet\nmetadata: {name: m@}\n",
     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: s@\n  labels: {on: \"yes\"}\n",

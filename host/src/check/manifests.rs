@@ -782,6 +782,15 @@ mod tests {
             .map(|m| format!("{} {}", m.object["apiVersion"], m.object["kind"]))
             .collect();
         assert_eq!(kinds, ["\"v1\" \"ConfigMap\"", "\"v1\" \"Secret\""]);
+        // The same in JSON, where kubectl writes `kind` after `items`.
+        let mut json = Inputs::default();
+        read_text(
+            "m.json",
+            r#"{"apiVersion": "v1", "items": [{"metadata": {"name": "a"}}], "kind": "ConfigMapList"}"#,
+            &mut json,
+        );
+        assert_eq!(json.manifests.len(), 1, "{:?}", json.unusable);
+        assert_eq!(json.manifests[0].object["kind"], "ConfigMap");
     }
 
     /// Lines ended by CR alone: the first document read, as kubectl reads

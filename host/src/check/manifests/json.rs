@@ -35,22 +35,24 @@ pub fn read_lists(
             match value {
                 Ok(shape) => {
                     ends.push(values.byte_offset() as u64);
-                    lists.push(shape == Shape::List);
+                    lists.push(shape);
                 }
                 Err(_) => return Ok(false),
             }
         }
     }
-    if !lists.contains(&true) {
+    if !lists.iter().any(|shape| matches!(shape, Shape::List(_))) {
         return Ok(false);
     }
     let lines = start_lines(input, &ends)?;
     input.seek(SeekFrom::Start(0))?;
     let mut json = serde_json::Deserializer::from_reader(&mut *input);
-    for (&list, &line) in lists.iter().zip(&lines) {
-        let read = match list {
-            true => (&mut json).deserialize_map(ListItems { line, found }),
-            false => Value::deserialize(&mut json).map(|v| found(Found::Document(line, Ok(v)))),
+    for (shape, &line) in lists.iter().zip(&lines) {
+        let read = match shape {
+            Shape::List(head) => (&mut json).deserialize_map(ListItems { line, head, found }),
+            Shape::Array | Shape::Other => {
+                Value::deserialize(&mut json).map(|v| found(Found::Document(line, Ok(v))))
+            }
         };
         if let Err(error) = read {
             // The first pass read it: only the disk can fail now.
@@ -63,8 +65,9 @@ pub fn read_lists(
 /// What the first pass keeps of a value: its shape.
 #[derive(Debug, PartialEq)]
 enum Shape {
-    /// A List whose `items`, named once, are a list.
-    List,
+    /// A List whose `items`, named once, are a list: its `kind` and
+    /// `apiVersion`, which a typed list's items may leave to it.
+    List(serde_json::Map<String, Value>),
     Array,
     Other,
 }
@@ -86,13 +89,17 @@ impl<'de> Visitor<'de> for ShapeVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
         let (mut list_kind, mut items, mut array) = (false, 0, false);
+        let mut head = serde_json::Map::new();
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "kind" => {
-                    list_kind = map
-                        .next_value::<Value>()?
-                        .as_str()
-                        .is_some_and(|kind| kind.ends_with("List"))
+                    let kind = map.next_value::<Value>()?;
+                    list_kind = kind.as_str().is_some_and(|kind| kind.ends_with("List"));
+                    head.insert(key, kind);
+                }
+                "apiVersion" => {
+                    let api_version = map.next_value::<Value>()?;
+                    head.insert(key, api_version);
                 }
                 "items" => {
                     items += 1;
@@ -104,7 +111,7 @@ impl<'de> Visitor<'de> for ShapeVisitor {
             }
         }
         Ok(match list_kind && items == 1 && array {
-            true => Shape::List,
+            true => Shape::List(head),
             false => Shape::Other,
         })
     }
@@ -180,6 +187,7 @@ impl Depth {
 /// its objects).
 struct ListItems<'f> {
     line: usize,
+    head: &'f serde_json::Map<String, Value>,
     found: &'f mut dyn FnMut(Found),
 }
 
@@ -195,6 +203,7 @@ impl<'de> Visitor<'de> for ListItems<'_> {
             match key.as_str() {
                 "items" => map.next_value_seed(Items {
                     line: self.line,
+                    head: self.head,
                     found: &mut *self.found,
                 })?,
                 _ => {
@@ -208,6 +217,7 @@ impl<'de> Visitor<'de> for ListItems<'_> {
 
 struct Items<'f> {
     line: usize,
+    head: &'f serde_json::Map<String, Value>,
     found: &'f mut dyn FnMut(Found),
 }
 
@@ -228,7 +238,8 @@ impl<'de> Visitor<'de> for Items<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut index = 0;
-        while let Some(value) = seq.next_element::<Value>()? {
+        while let Some(mut value) = seq.next_element::<Value>()? {
+            super::documents::of_the_list(self.head, &mut value);
             (self.found)(Found::Item {
                 line: self.line,
                 index,
