@@ -53,6 +53,17 @@ fn owner_required() -> PolicySource {
     settings(json!({"criteria": "containsAllOf", "values": ["example.com/owner"]}))
 }
 
+/// A check of `dir` under the owner requirement, in JSON.
+fn owner_required_check(dir: &Path) -> Finished {
+    check(
+        &module_path(),
+        owner_required(),
+        &[dir.to_str().unwrap()],
+        Format::Json,
+    )
+    .unwrap()
+}
+
 /// The objects a JSON report names, in order.
 fn objects(report: &Value) -> Vec<&str> {
     report["results"]
@@ -703,13 +714,7 @@ fn a_repository_is_walked_as_a_person_would_check_it() {
         std::os::unix::fs::symlink(&dir, dir.join("deploy/back-to-the-top")).unwrap();
         std::os::unix::fs::symlink(dir.join("deploy"), dir.join("deploy-again")).unwrap();
     }
-    let finished = check(
-        &module_path(),
-        owner_required(),
-        &[dir.to_str().unwrap()],
-        Format::Json,
-    )
-    .unwrap();
+    let finished = owner_required_check(&dir);
     assert_eq!(finished.status, 0, "{}", finished.output);
     let report: Value = serde_json::from_str(&finished.output).unwrap();
     assert_eq!(
@@ -782,14 +787,7 @@ fn what_makes_nothing_now_is_noted() {
             ),
         )
         .unwrap();
-        let finished = check(
-            &module_path(),
-            owner_required(),
-            &[dir.to_str().unwrap()],
-            Format::Json,
-        )
-        .unwrap();
-        serde_json::from_str::<Value>(&finished.output).unwrap()
+        serde_json::from_str::<Value>(&owner_required_check(&dir).output).unwrap()
     };
     let idle = write(true);
     assert_eq!(
