@@ -424,10 +424,9 @@ fn take_document(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
 
 /// Whether `value` is a List: a kind that ends so, with `items`.
 fn is_list(value: &Value) -> bool {
-    value["kind"]
-        .as_str()
-        .is_some_and(|kind| kind.ends_with("List"))
-        && value.get("items").is_some()
+    value
+        .as_object()
+        .is_some_and(|object| documents::names_a_list(object) && object.contains_key("items"))
 }
 
 /// A List's items, each at its place in it, of the list's kind where

@@ -20,6 +20,15 @@ use super::cut::{self, Span};
 /// text.
 pub type Read = (usize, Result<Value, String>);
 
+/// Whether an object's `kind` names a list (`List`, `ConfigMapList`): one
+/// test for every reader of Lists here.
+pub fn names_a_list(object: &serde_json::Map<String, Value>) -> bool {
+    object
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|kind| kind.ends_with("List"))
+}
+
 /// An item of a typed list (`ConfigMapList`) that leaves out its
 /// `apiVersion` and `kind` is of the list's version and kind, as kubectl
 /// reads it.

@@ -88,13 +88,12 @@ impl<'de> Visitor<'de> for ShapeVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
-        let (mut list_kind, mut items, mut array) = (false, 0, false);
+        let (mut items, mut array) = (0, false);
         let mut head = serde_json::Map::new();
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "kind" => {
                     let kind = map.next_value::<Value>()?;
-                    list_kind = kind.as_str().is_some_and(|kind| kind.ends_with("List"));
                     head.insert(key, kind);
                 }
                 "apiVersion" => {
@@ -110,10 +109,12 @@ impl<'de> Visitor<'de> for ShapeVisitor {
                 }
             }
         }
-        Ok(match list_kind && items == 1 && array {
-            true => Shape::List(head),
-            false => Shape::Other,
-        })
+        Ok(
+            match super::documents::names_a_list(&head) && items == 1 && array {
+                true => Shape::List(head),
+                false => Shape::Other,
+            },
+        )
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {

@@ -151,11 +151,7 @@ fn entries(
     });
     let list = match &around.1 {
         Ok(Value::Object(map))
-            if map
-                .get("kind")
-                .and_then(Value::as_str)
-                .is_some_and(|kind| kind.ends_with("List"))
-                && map.get("items") == Some(&Value::Null) =>
+            if documents::names_a_list(map) && map.get("items") == Some(&Value::Null) =>
         {
             map
         }
@@ -221,9 +217,7 @@ fn whole(
         .map(|items| entry_lines(&text, span.start, items));
     drop(text);
     let listed = |map: &serde_json::Map<String, Value>| {
-        map.get("kind")
-            .and_then(Value::as_str)
-            .is_some_and(|kind| kind.ends_with("List"))
+        documents::names_a_list(map)
             && match (map.get("items"), &lines) {
                 (Some(Value::Array(items)), Some(lines)) => items.len() == lines.len(),
                 _ => false,
@@ -319,10 +313,7 @@ mod tests {
                 }],
 
                 Found::Document(line, Ok(Value::Object(mut map)))
-                    if map
-                        .get("kind")
-                        .and_then(Value::as_str)
-                        .is_some_and(|k| k.ends_with("List"))
+                    if documents::names_a_list(&map)
                         && map.get("items").is_some_and(Value::is_array) =>
                 {
                     let Some(Value::Array(items)) = map.remove("items") else {
