@@ -390,17 +390,13 @@ fn read_cr_only(file: &str, mut input: impl Read, found: &mut dyn FnMut(Input)) 
 fn first_document_end(text: &str) -> Option<usize> {
     let (mut opened, mut content) = (false, false);
     for (i, line) in text.lines().enumerate() {
-        let marker = |m: &str| {
-            line.strip_prefix(m)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
-        };
-        if marker("---") {
+        if cut::is_marker(line, "---") {
             if opened || content {
                 return Some(i + 1);
             }
             opened = true;
             content = cut::has_content(&line[3..]);
-        } else if marker("...") {
+        } else if cut::is_marker(line, "...") {
             return Some(i + 2);
         } else {
             content |= cut::has_content(line.trim_start_matches('\u{feff}'));

@@ -216,7 +216,7 @@ fn is_items_key(line: &str) -> bool {
 
 /// Whether `line` is the marker `marker` (`---` or `...`), alone or
 /// followed by a space, a tab or a comment.
-fn is_marker(line: &str, marker: &str) -> bool {
+pub(super) fn is_marker(line: &str, marker: &str) -> bool {
     line.strip_prefix(marker)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
 }

@@ -222,10 +222,13 @@ fn document_mark(text: &str, first_line: usize) -> Option<usize> {
     if first_line == 1 {
         return None;
     }
+    // A document the cut started at its `---` line (`cut::is_marker`),
+    // with nothing but a comment after the marker.
     let (first, rest) = text.split_once('\n')?;
-    let marker = first
-        .strip_prefix("---")
-        .is_some_and(|after| after.trim().is_empty() || after.trim_start().starts_with('#'));
+    let marker = cut::is_marker(first, "---") && {
+        let after = first[3..].trim();
+        after.is_empty() || after.starts_with('#')
+    };
     (marker && rest.starts_with('\u{feff}')).then_some(first.len() + 1)
 }
 
