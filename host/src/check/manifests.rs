@@ -139,10 +139,10 @@ pub fn read_each(inputs: &[String], search: Search, found: &mut dyn FnMut(Input)
             let files = walk(path, search, found);
             // A kustomization may name files beside or below another
             // directory of the walk, read before it.
-            let mut kustomized = HashSet::new();
+            let mut kustomized = claims::Kustomized::default();
             for file in &files {
                 if claims::is_kustomization(file) {
-                    kustomized.insert(file.clone());
+                    kustomized.insert(file);
                     claims.learn(file);
                 }
             }
@@ -152,7 +152,7 @@ pub fn read_each(inputs: &[String], search: Search, found: &mut dyn FnMut(Input)
                 }
             }
         } else if first_time(path, &mut seen) {
-            let alone = HashSet::new();
+            let alone = claims::Kustomized::default();
             claims::read(path, &mut claims, &alone, found);
         }
     }

@@ -103,6 +103,19 @@ pub(super) fn is_kustomization(path: &Path) -> bool {
         .is_some_and(|name| KUSTOMIZATIONS.iter().any(|k| name == *k))
 }
 
+/// The kustomizations read with the files at hand, by their real paths
+/// (a claim names its kustomization so), each resolved once.
+#[derive(Debug, Default)]
+pub struct Kustomized(HashSet<PathBuf>);
+
+impl Kustomized {
+    pub fn insert(&mut self, path: &Path) {
+        if let Ok(real) = std::fs::canonicalize(path) {
+            self.0.insert(real);
+        }
+    }
+}
+
 /// Reads `file` unless a tool claims it: a chart is noted once, a
 /// kustomization with what it names; a file a kustomization names is
 /// noted on its own only when that kustomization is not in `kustomized`
@@ -110,7 +123,7 @@ pub(super) fn is_kustomization(path: &Path) -> bool {
 pub(super) fn read(
     file: &Path,
     claims: &mut Claims,
-    kustomized: &HashSet<PathBuf>,
+    kustomized: &Kustomized,
     found: &mut dyn FnMut(Input),
 ) {
     let name = file.display().to_string();
@@ -137,9 +150,7 @@ pub(super) fn read(
             }
         }
         Some(Claim::Kustomization(kustomization, field)) => {
-            let in_input = kustomized
-                .iter()
-                .any(|k| std::fs::canonicalize(k).is_ok_and(|k| k == kustomization));
+            let in_input = kustomized.0.contains(&kustomization);
             if !in_input {
                 let dir = shown_as(file, kustomization.parent().unwrap_or(Path::new("/")));
                 found(note(format!(
@@ -364,7 +375,8 @@ mod tests {
             relative("kustomization.yaml"),
         ] {
             let mut claims = Claims::default();
-            let kustomized = HashSet::from([path.clone()]);
+            let mut kustomized = Kustomized::default();
+            kustomized.insert(&path);
             claims.learn(&path);
             let patch = path.with_file_name("patch.yaml");
             let mut notes = Vec::new();
