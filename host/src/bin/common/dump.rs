@@ -160,10 +160,16 @@ fn workload(namespace: &str, name: &str, kind: &str, api_version: &str) -> Value
     if kind == "DaemonSet" {
         annotations["deprecated.daemonset.template.generation"] = "2".into();
     }
+    let mut spec = json!({"selector": {"matchLabels": {"app": name}}, "template": template(name)});
+    // A StatefulSet's field: a DaemonSet with it is refused, as the API
+    // server refuses it.
+    if kind == "StatefulSet" {
+        spec["serviceName"] = name.into();
+    }
     json!({
         "apiVersion": api_version, "kind": kind,
         "metadata": metadata(namespace, &format!("{name}-{}", kind.to_ascii_lowercase()), annotations),
-        "spec": {"selector": {"matchLabels": {"app": name}}, "template": template(name), "serviceName": name},
+        "spec": spec,
     })
 }
 
