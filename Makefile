@@ -77,8 +77,12 @@ lint:
 
 # The GitHub workflows, offline: against GitHub's schema, and audited by
 # zizmor (unpinned actions, excessive permissions, template injection).
+# Then the test file's JSON Schema, against JSON Schema's own, and every
+# test file of tests/suites and tests/suites-failing (whose expectations
+# are wrong, not its form) against it; none yet is noted, not an error.
 # scripts/prerequisites puts both tools in target/ci-tools.
 CI_TOOLS := target/ci-tools/bin
+TEST_SCHEMA := docs/policy-test.schema.json
 .PHONY: workflows
 workflows:
 	@test -x $(CI_TOOLS)/zizmor -a -x $(CI_TOOLS)/check-jsonschema || \
@@ -86,6 +90,14 @@ workflows:
 	$(CI_TOOLS)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(CI_TOOLS)/check-jsonschema --builtin-schema vendor.github-actions action.yml
 	$(CI_TOOLS)/zizmor --offline --persona pedantic .github/workflows action.yml
+	$(CI_TOOLS)/check-jsonschema --check-metaschema $(TEST_SCHEMA)
+	@suites=$$(find tests/suites tests/suites-failing -name policy-test.yaml 2>/dev/null | sort); \
+	if [ -z "$$suites" ]; then \
+	  echo "workflows: no policy-test.yaml under tests/suites to hold to $(TEST_SCHEMA)"; \
+	else \
+	  echo $(CI_TOOLS)/check-jsonschema --schemafile $(TEST_SCHEMA) $$suites; \
+	  $(CI_TOOLS)/check-jsonschema --schemafile $(TEST_SCHEMA) $$suites; \
+	fi
 
 # What the suite needs besides Rust (the wasm32-wasip1 target, rustfmt,
 # clippy, bats, the workflow checkers), installed where it is missing.

@@ -1090,3 +1090,49 @@ fn check_refuses_what_only_kubernetes_writes_where_the_peers_cannot_tell() {
     assert!(derived.iter().all(|(_, allowed)| !allowed), "{derived:?}");
     assert_eq!(finished.status, 1);
 }
+
+/// `check` leaves out what a policy's `matchConditions` leave out, as
+/// `test` does (one reading of the policy serves both), except in an audit,
+/// whose scanner never evaluates them; a condition it cannot know is an
+/// error, never a guess.
+#[test]
+fn check_leaves_out_what_match_conditions_leave_out() {
+    let policy = |conditions: Value| {
+        PolicySource::Manifest(
+            PathBuf::from("policy.yaml"),
+            json!({
+                "apiVersion": "policies.kubewarden.io/v1",
+                "kind": "ClusterAdmissionPolicy",
+                "metadata": {"name": "owned"},
+                "spec": {
+                    "module": "m",
+                    "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}],
+                    "matchConditions": conditions,
+                    "settings": {"criteria": "containsAllOf", "values": ["example.com/owner"]},
+                },
+            }),
+        )
+    };
+    let pods = "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: shop, labels: {checked: 'yes'}}\n\
+                spec: {containers: [{name: c, image: i}]}\n---\n\
+                apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: shop}\nspec: {containers: [{name: c, image: i}]}\n---\n\
+                apiVersion: v1\nkind: Pod\nmetadata: {name: c, namespace: shop, uid: 0b8f, resourceVersion: '7'}\n\
+                spec: {containers: [{name: c, image: i}]}\n";
+    let labelled = json!([{"name": "labelled", "expression": "has(object.metadata.labels) && object.metadata.labels.checked == 'yes'"}]);
+    let (finished, report) = check_text("conditions", pods, policy(labelled));
+    assert_eq!(finished.status, 1, "{}", finished.output);
+    // `b` is left out by the condition; `c` is stored, and its audit does
+    // not read conditions.
+    assert_eq!(objects(&report), ["Pod shop/a", "Pod shop/c"]);
+    let dir = scratch("conditions-authorizer");
+    std::fs::write(dir.join("pods.yaml"), pods).unwrap();
+    let asks = json!([{"name": "may", "expression": "authorizer.requestResource.check('create').allowed()"}]);
+    let error = check(
+        &module_path(),
+        policy(asks),
+        &[dir.to_str().unwrap()],
+        Format::Json,
+    )
+    .unwrap_err();
+    assert!(error.contains("`may` uses `authorizer`"), "{error}");
+}

@@ -7,18 +7,20 @@
 //! rules, selectors and settings of the policy manifest given (`policies`),
 //! through the compiled module, compiled once.
 
+pub mod audit;
 pub mod manifests;
 pub mod objects;
 pub mod policies;
 pub mod report;
+pub mod request;
 mod spill;
 
 use std::path::PathBuf;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::group::Judging;
-use crate::{CompiledPolicy, HostError, Policy as Instance};
+use crate::{CompiledPolicy, Policy as Instance};
 use manifests::{Input, Source};
 use objects::{Admission, Candidate};
 use policies::{Policy, Scope};
@@ -255,8 +257,7 @@ impl Checker {
                 ));
             }
             for candidate in candidates {
-                self.judge(candidate, &manifest.source, &namespaces, &mut outcome)
-                    .map_err(|e| e.to_string())?;
+                self.judge(candidate, &manifest.source, &namespaces, &mut outcome)?;
             }
             progress(done + 1, total);
         }
@@ -277,17 +278,14 @@ impl Checker {
         source: &Source,
         namespaces: &policies::Namespaces,
         outcome: &mut Outcome,
-    ) -> Result<(), HostError> {
+    ) -> Result<(), String> {
         let object = &candidate.object;
-        let api_version = object["apiVersion"].as_str().unwrap_or_default();
-        let (group, version) = objects::group_version(api_version);
-        let kind = object["kind"].as_str().unwrap_or_default();
-        let resource = objects::resource(kind);
+        let addressed = objects::Addressed::of(object);
         match self
             .policy
-            .scope(object, group, version, &resource, namespaces)
+            .scope(object, None, "CREATE", &addressed, namespaces)
         {
-            Scope::Out => {
+            Scope::Out(_) => {
                 outcome.not_covered += 1;
                 return Ok(());
             }
@@ -299,12 +297,33 @@ impl Checker {
             Scope::In => {}
         }
         let audited = candidate.made_by.is_none() && stored(object);
-        outcome.audited += usize::from(audited);
         let request = match audited {
-            true => serde_json::to_vec(&crate::audit::request(object)).unwrap_or_default(),
-            false => request(object, group, version, kind, &resource, &candidate),
+            true => audit::request(object),
+            false => request::request(
+                "CREATE",
+                Some(object),
+                None,
+                request::sender(candidate.made_by),
+            ),
         };
-        let judged = self.judging.judge(&self.instance, &request)?;
+        // The API server's conditions; the audit scanner never reads them
+        // (adm-controller 1.35, `internal/audit-scanner`).
+        if !audited {
+            let unmet = self
+                .policy
+                .unmet_condition(&request)
+                .map_err(|e| format!("{source}: {}: {e}", objects::describe(object)))?;
+            if unmet.is_some() {
+                outcome.not_covered += 1;
+                return Ok(());
+            }
+        }
+        outcome.audited += usize::from(audited);
+        let request = serde_json::to_vec(&request).unwrap_or_default();
+        let judged = self
+            .judging
+            .judge(&self.instance, &request)
+            .map_err(|e| e.to_string())?;
         let (accepted, message) = (judged.verdict.accepted, judged.line());
         let generated = object["metadata"]["generateName"].is_string();
         if generated && !outcome.warnings.iter().any(|w| w.starts_with(ILLUSTRATIVE)) {
@@ -390,51 +409,4 @@ fn stored(object: &Value) -> bool {
     ["uid", "resourceVersion", "creationTimestamp"]
         .iter()
         .any(|field| !metadata[field].is_null())
-}
-
-/// Whoever applies the manifests. Any name but a node's or a controller's
-/// is judged alike; the policy judges a request that names no sender as an
-/// audit.
-const USER: &str = "check";
-
-/// The CREATE request the API server would send for `object`: an object of
-/// the input comes from a user, and each object made from the input from
-/// its controller's service account (`objects::CONTROLLERS`), so that keys
-/// only a controller writes count as Kubernetes' own there and nowhere
-/// else.
-fn request(
-    object: &Value,
-    group: &str,
-    version: &str,
-    kind: &str,
-    resource: &str,
-    candidate: &Candidate,
-) -> Vec<u8> {
-    let gvk = json!({"group": group, "version": version, "kind": kind});
-    let gvr = json!({"group": group, "version": version, "resource": resource});
-    let user = match candidate.made_by {
-        None => json!({"username": USER, "groups": ["system:authenticated"]}),
-        Some(controller) => json!({
-            "username": controller.username(),
-            "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
-        }),
-    };
-    let mut request = json!({
-        "uid": "00000000-0000-4000-8000-000000000000",
-        "kind": gvk,
-        "resource": gvr,
-        "requestKind": gvk,
-        "requestResource": gvr,
-        "name": object["metadata"]["name"],
-        "operation": "CREATE",
-        "userInfo": user,
-        "object": object,
-        "oldObject": null,
-        "dryRun": false,
-        "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
-    });
-    if let Some(namespace) = object["metadata"]["namespace"].as_str() {
-        request["namespace"] = namespace.into();
-    }
-    serde_json::to_vec(&request).unwrap_or_default()
 }

@@ -3,10 +3,10 @@
 //! payloads going in. Used by the integration tests, the local runner and the
 //! benchmark.
 
-pub mod audit;
 pub mod check;
 pub mod group;
 pub mod serve;
+pub mod suite;
 
 use std::fmt;
 use std::path::Path;

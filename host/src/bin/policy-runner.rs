@@ -51,6 +51,12 @@ enum Command {
     /// settings cannot be used (with --strict, or a file was skipped as a
     /// template, a Kustomization or a chart).
     Check(CheckArgs),
+    /// Run test files (`kind: Test`) that say what each policy must decide
+    /// of which objects, and report each expectation met or not. Exit
+    /// status: 0 when every one is met, 1 when one is not, 2 when a test
+    /// file, a policy, a module or a resource cannot be used, or no test
+    /// file is found.
+    Test(TestArgs),
     /// Answer AdmissionReview v1 over HTTPS with the module, as
     /// policy-server does, at `/validate/<policy>` and `/audit/<policy>`: a
     /// policy, or a policy group (--policy). For the cluster tests and
@@ -137,6 +143,43 @@ struct CheckArgs {
     hidden: bool,
 }
 
+#[derive(Args)]
+struct TestArgs {
+    /// Test files, or directories searched for them.
+    #[arg(default_value = ".")]
+    paths: Vec<PathBuf>,
+    /// The name of the test files searched for in directories.
+    #[arg(long, default_value = policy_host::suite::file::FILE_NAME)]
+    file_name: String,
+    /// Run only the results whose test name or object (`Kind name`) this
+    /// regular expression matches.
+    #[arg(long)]
+    run: Option<String>,
+    /// Print only the results that failed (the summary counts them all).
+    #[arg(long)]
+    fail_only: bool,
+    /// How to print the results.
+    #[arg(short = 'o', long, value_enum, default_value_t = TestOutput::Table)]
+    output: TestOutput,
+    /// How many test files to run at once (default: one a core).
+    #[arg(short = 'j', long, default_value_t = 0)]
+    jobs: usize,
+    /// Run every policy with this module, whatever the test files'
+    /// `modules` say (such as the release's annotated-policy.wasm).
+    #[arg(long)]
+    module: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TestOutput {
+    /// A table, then a summary line.
+    Table,
+    /// One JSON document, for machines.
+    Json,
+    /// JUnit XML: a test suite a test file, a test case a result.
+    Junit,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum Output {
     /// A table, then a summary line.
@@ -157,7 +200,9 @@ fn main() -> ExitCode {
     // clap prints help and version on stdout (status 0) and a usage error
     // on stderr (status 2).
     let cli = Cli::parse();
-    let checking = matches!(cli.command, Command::Check(_));
+    // For `check` and `test`, 1 means that something was rejected or
+    // failed.
+    let checking = matches!(cli.command, Command::Check(_) | Command::Test(_));
     let result = match cli.command {
         Command::Run {
             module,
@@ -170,13 +215,13 @@ fn main() -> ExitCode {
             request_path,
         } => run_manifest(&module, &manifest, request_path.as_deref()),
         Command::Check(args) => run_check(args),
+        Command::Test(args) => run_test(args),
         Command::Serve(args) => run_serve(args),
     };
     match result {
         Ok(code) => code,
         Err(message) => {
             eprintln!("Error: {message}");
-            // For `check`, 1 means that something was rejected.
             ExitCode::from(if checking { 2 } else { 1 })
         }
     }
@@ -233,7 +278,52 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
             .get_or_insert_with(|| Progress::new(total))
             .update(done, total)
     })?;
-    print!("{}", finished.output);
+    report(&finished.output)?;
+    Ok(ExitCode::from(finished.status))
+}
+
+/// Prints a report on standard output; a reader that stops early (`| head`)
+/// ends the output, not the program with a panic.
+fn report(output: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(output.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write the report: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn run_test(args: TestArgs) -> Result<ExitCode, String> {
+    use policy_host::suite::{Command, Format};
+    let run = args
+        .run
+        .map(|re| {
+            regex::Regex::new(&re).map_err(|e| format!("--run is not a regular expression: {e}"))
+        })
+        .transpose()?;
+    let command = Command {
+        paths: args.paths,
+        file_name: args.file_name,
+        run,
+        fail_only: args.fail_only,
+        jobs: args.jobs,
+        module: args.module,
+        format: match args.output {
+            TestOutput::Table => Format::Table,
+            TestOutput::Json => Format::Json,
+            TestOutput::Junit => Format::Junit,
+        },
+    };
+    let finished = command.run();
+    for line in &finished.said {
+        eprintln!("{line}");
+    }
+    report(&finished.output)?;
     Ok(ExitCode::from(finished.status))
 }
 

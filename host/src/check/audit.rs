@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 /// The scanner's request for `object`, a stored object as JSON.
 pub fn request(object: &Value) -> Value {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
-    let (group, version) = crate::check::objects::group_version(api_version);
+    let (group, version) = super::objects::group_version(api_version);
     let kind = object["kind"].as_str().unwrap_or_default();
     let metadata = &object["metadata"];
     let text = |field: &str| metadata[field].as_str().unwrap_or_default();

@@ -36,7 +36,7 @@ mod kinds;
 mod names;
 pub mod served;
 
-pub use kinds::{group_version, kubernetes_group, namespaced, resource};
+pub use kinds::{Addressed, group_version, kubernetes_group, namespaced, resource};
 pub use names::{ILLUSTRATIVE_SUFFIX, generated_name};
 use names::{indexed_pod_base, template_hash};
 
@@ -413,6 +413,12 @@ pub fn candidates(manifest: &Value, admission: &Admission, owners: &Owners) -> V
 /// `Kind namespace/name`, or `Kind name` for a cluster-wide object.
 pub fn describe(object: &Value) -> String {
     let kind = object["kind"].as_str().unwrap_or("object");
+    format!("{kind} {}", place(object))
+}
+
+/// `namespace/name`, or `name` for a cluster-wide object; a generated
+/// name's prefix where the object has no name yet.
+pub fn place(object: &Value) -> String {
     let metadata = &object["metadata"];
     let name = metadata["name"]
         .as_str()
@@ -420,8 +426,8 @@ pub fn describe(object: &Value) -> String {
         .or_else(|| metadata["generateName"].as_str())
         .unwrap_or("");
     match metadata["namespace"].as_str() {
-        Some(namespace) => format!("{kind} {namespace}/{name}"),
-        None => format!("{kind} {name}"),
+        Some(namespace) => format!("{namespace}/{name}"),
+        None => name.to_string(),
     }
 }
 
@@ -684,6 +690,22 @@ fn labels_mut(template: &mut Value) -> &mut Map<String, Value> {
 
 #[cfg(test)]
 mod tests {
+
+    /// The names a test result gives an object, and the name in
+    /// `describe`'s rows: with its namespace where it has one, the
+    /// generated name's prefix where it has no name yet.
+    #[test]
+    fn an_object_is_placed_with_its_namespace_where_it_has_one() {
+        let pod = json!({"kind": "Pod", "metadata": {"name": "web", "namespace": "shop"}});
+        assert_eq!(
+            (place(&pod), describe(&pod)),
+            ("shop/web".to_string(), "Pod shop/web".to_string())
+        );
+        let namespace = json!({"kind": "Namespace", "metadata": {"name": "shop"}});
+        assert_eq!(place(&namespace), "shop");
+        let generated = json!({"kind": "Pod", "metadata": {"name": "", "generateName": "web-", "namespace": "shop"}});
+        assert_eq!(place(&generated), "shop/web-");
+    }
     use super::*;
 
     #[test]

@@ -7,7 +7,11 @@
 use serde_json::Value;
 
 use crate::Policy as Instance;
+use crate::check::objects::Addressed;
 use crate::group::{Expression, Judging};
+
+mod conditions;
+pub use conditions::Condition;
 
 /// One rule of a webhook: the objects it sends to the policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,9 +56,10 @@ impl Rule {
             && self.operations.iter().any(|o| o == "CREATE")
     }
 
-    /// Whether the rule sends the creation of a `resource` in `group` and
-    /// `version` (subresources are never created on their own).
-    pub fn covers_creation(&self, group: &str, version: &str, resource: &str) -> bool {
+    /// Whether the rule sends an `operation` (`CREATE`, `UPDATE`,
+    /// `DELETE`) of a `resource` in `group` and `version`, the object itself
+    /// and not a subresource.
+    pub fn covers(&self, operation: &str, group: &str, version: &str, resource: &str) -> bool {
         let any = |list: &[String], value: &str| list.iter().any(|v| v == "*" || v == value);
         any(&self.api_groups, group)
             && any(&self.api_versions, version)
@@ -62,7 +67,7 @@ impl Rule {
                 .resources
                 .iter()
                 .any(|r| r == "*" || r == "*/*" || r == resource)
-            && self.operations.iter().any(|o| o == "*" || o == "CREATE")
+            && any(&self.operations, operation)
     }
 }
 
@@ -161,6 +166,8 @@ pub struct Policy {
     namespace: Option<String>,
     /// `spec.backgroundAudit` (true unless the manifest says otherwise).
     background_audit: bool,
+    /// `spec.matchConditions`, which the API server evaluates first.
+    conditions: Vec<Condition>,
     pub judge: Judge,
 }
 
@@ -168,7 +175,8 @@ pub struct Policy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
     In,
-    Out,
+    /// Left out, by what: its rules, its namespace, a selector.
+    Out(&'static str),
     /// A selector names labels the check cannot know (a namespace's labels
     /// other than its name): the object is judged, with this warning.
     Assumed(String),
@@ -186,6 +194,7 @@ impl Policy {
             object_selector: None,
             namespace: None,
             background_audit: true,
+            conditions: Vec::new(),
             judge: Judge::Single { settings },
         }
     }
@@ -274,6 +283,7 @@ impl Policy {
             ),
             _ => None,
         };
+        let conditions = conditions::read(spec).map_err(|e| format!("{kind} {name}: {e}"))?;
         Ok(Policy {
             name,
             mode: spec["mode"].as_str().unwrap_or("protect").to_string(),
@@ -282,25 +292,46 @@ impl Policy {
             object_selector: selector("objectSelector"),
             namespace,
             background_audit: spec["backgroundAudit"].as_bool().unwrap_or(true),
+            conditions,
             judge,
         })
     }
 
-    /// Whether the policy judges the creation of `object`.
+    /// Whether the audit scanner sends the objects of a `resource` in
+    /// `group` and `version` to the policy at all: the policy is audited,
+    /// and one of the rules the scanner keeps names the resource.
+    pub fn audits(&self, group: &str, version: &str, resource: &str) -> bool {
+        self.unaudited().is_none()
+            && self.rules.as_ref().is_none_or(|rules| {
+                rules
+                    .iter()
+                    .any(|rule| rule.audited() && rule.covers("CREATE", group, version, resource))
+            })
+    }
+
+    /// Whether the policy's rules and selectors take an `operation` of
+    /// `object` (the new object, or the old one of a DELETE); its
+    /// `matchConditions` are [`Policy::unmet_condition`]'s.
     pub fn scope(
         &self,
         object: &Value,
-        group: &str,
-        version: &str,
-        resource: &str,
+        old: Option<&Value>,
+        operation: &str,
+        addressed: &Addressed,
         namespaces: &Namespaces,
     ) -> Scope {
+        let Addressed {
+            group,
+            version,
+            resource,
+            ..
+        } = addressed;
         if let Some(rules) = &self.rules
             && !rules
                 .iter()
-                .any(|rule| rule.covers_creation(group, version, resource))
+                .any(|rule| rule.covers(operation, group, version, resource))
         {
-            return Scope::Out;
+            return Scope::Out("its rules do not name it");
         }
         let kind = object["kind"].as_str().unwrap_or_default();
         // The object as admitted: a namespace exactly where its kind has one.
@@ -308,16 +339,21 @@ impl Policy {
         if let Some(own) = &self.namespace
             && namespace != Some(own.as_str())
         {
-            return Scope::Out;
+            return Scope::Out("it is in another namespace than the AdmissionPolicy");
         }
         let mut scope = Scope::In;
+        // An UPDATE is sent when the old object or the new one matches
+        // (`ValidatingWebhook.objectSelector`).
         if let Some(selector) = &self.object_selector {
-            let labels = object["metadata"]["labels"]
-                .as_object()
-                .cloned()
-                .unwrap_or_default();
-            if selector.matches(&labels, &[]) == Some(false) {
-                return Scope::Out;
+            let matches = |object: &Value| {
+                let labels = object["metadata"]["labels"]
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default();
+                selector.matches(&labels, &[]) != Some(false)
+            };
+            if !matches(object) && !old.is_some_and(matches) {
+                return Scope::Out("its objectSelector does not match the object's labels");
             }
         }
         // A namespace selector applies to namespaced objects and to
@@ -338,7 +374,11 @@ impl Policy {
                 }
             };
             match selector.matches(&labels, known) {
-                Some(false) => return Scope::Out,
+                Some(false) => {
+                    return Scope::Out(
+                        "its namespaceSelector does not match the namespace's labels",
+                    );
+                }
                 Some(true) => {}
                 None => {
                     scope = Scope::Assumed(format!(
@@ -351,6 +391,14 @@ impl Policy {
             }
         }
         scope
+    }
+
+    /// The first of the policy's `matchConditions` that `request` does not
+    /// meet (the API server then skips the policy); `Err` when one cannot
+    /// be evaluated.
+    pub fn unmet_condition(&self, request: &Value) -> Result<Option<String>, String> {
+        conditions::first_unmet(&self.conditions, request)
+            .map_err(|e| format!("{}: {e}", self.name))
     }
 }
 
@@ -433,6 +481,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn pods() -> Addressed<'static> {
+        Addressed {
+            group: "",
+            version: "v1",
+            kind: "Pod",
+            resource: "pods".to_string(),
+        }
+    }
+
     fn pod(namespace: &str, labels: Value) -> Value {
         json!({"kind": "Pod", "metadata": {"name": "p", "namespace": namespace, "labels": labels}})
     }
@@ -453,14 +510,17 @@ mod tests {
             "resources": ["deployments", "replicasets"], "operations": ["CREATE", "UPDATE"]
         }))
         .unwrap();
-        assert!(rule.covers_creation("apps", "v1", "deployments"));
-        assert!(!rule.covers_creation("", "v1", "pods"));
-        assert!(!rule.covers_creation("apps", "v1beta1", "deployments"));
+        assert!(rule.covers("CREATE", "apps", "v1", "deployments"));
+        assert!(rule.covers("UPDATE", "apps", "v1", "deployments"));
+        assert!(!rule.covers("DELETE", "apps", "v1", "deployments"));
+        assert!(!rule.covers("CREATE", "", "v1", "pods"));
+        assert!(!rule.covers("CREATE", "apps", "v1beta1", "deployments"));
         let updates = Rule::from_json(&json!({
             "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"], "operations": ["UPDATE"]
         }))
         .unwrap();
-        assert!(!updates.covers_creation("", "v1", "pods"));
+        assert!(!updates.covers("CREATE", "", "v1", "pods"));
+        assert!(updates.covers("UPDATE", "", "v1", "pods"));
         assert!(Rule::from_json(&json!({"apiGroups": "apps"})).is_err());
     }
 
@@ -478,10 +538,16 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "lab"}}),
         ]);
         let scope = |namespace: &str| {
-            policy.scope(&pod(namespace, json!({})), "", "v1", "pods", &namespaces)
+            policy.scope(
+                &pod(namespace, json!({})),
+                None,
+                "CREATE",
+                &pods(),
+                &namespaces,
+            )
         };
         assert_eq!(scope("shop"), Scope::In);
-        assert_eq!(scope("lab"), Scope::Out);
+        assert!(matches!(scope("lab"), Scope::Out(_)));
         assert!(matches!(scope("elsewhere"), Scope::Assumed(_)));
     }
 
@@ -496,19 +562,34 @@ mod tests {
             "objectSelector": {"matchLabels": {"team": "shop"}},
         }));
         let none = Namespaces::default();
-        let scope = |policy: &Policy, object: &Value| policy.scope(object, "", "v1", "pods", &none);
+        let scope =
+            |policy: &Policy, object: &Value| policy.scope(object, None, "CREATE", &pods(), &none);
         assert_eq!(
             scope(&cluster, &pod("shop", json!({"team": "shop"}))),
             Scope::In
         );
         assert_eq!(
             scope(&cluster, &pod("kube-system", json!({"team": "shop"}))),
-            Scope::Out
+            Scope::Out("its namespaceSelector does not match the namespace's labels")
         );
         assert_eq!(
             scope(&cluster, &pod("shop", json!({"team": "web"}))),
-            Scope::Out
+            Scope::Out("its objectSelector does not match the object's labels")
         );
+        // An update that takes the label away, or gives it, is sent.
+        let relabelled = pod("shop", json!({"team": "shop"}));
+        let update_rules = json!([{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["UPDATE"]}]);
+        let updates = policy(
+            json!({"rules": update_rules, "objectSelector": {"matchLabels": {"team": "shop"}}}),
+        );
+        let update =
+            |new: &Value, old: &Value| updates.scope(new, Some(old), "UPDATE", &pods(), &none);
+        assert_eq!(update(&pod("shop", json!({})), &relabelled), Scope::In);
+        assert_eq!(update(&relabelled, &pod("shop", json!({}))), Scope::In);
+        assert!(matches!(
+            update(&pod("shop", json!({})), &pod("shop", json!({}))),
+            Scope::Out(_)
+        ));
         let unknown = policy(json!({
             "rules": rules,
             "namespaceSelector": {"matchLabels": {"env": "prod"}},
@@ -524,7 +605,10 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(scope(&namespaced, &pod("shop", json!({}))), Scope::In);
-        assert_eq!(scope(&namespaced, &pod("web", json!({}))), Scope::Out);
+        assert!(matches!(
+            scope(&namespaced, &pod("web", json!({}))),
+            Scope::Out(_)
+        ));
     }
 
     /// Settings left out are `{}`, as policy-server sends them; a group's

@@ -10,7 +10,7 @@ use super::{Outcome, Row};
 mod sarif;
 mod table;
 pub use sarif::sarif;
-pub use table::{table, table_for};
+pub use table::{fitted, table, table_for};
 
 /// A row's message without the object it names, which the row names
 /// already: `Pod "shop/web" lacks …` reads `lacks …` in the row of
@@ -161,7 +161,7 @@ pub fn junit(outcome: &Outcome, policy: &str) -> String {
 
 /// Text in an XML attribute or element. (A table of five escapes: no
 /// library is needed to write XML this simple; the tests read it with one.)
-fn xml(text: &str) -> String {
+pub(crate) fn xml(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -49,6 +49,28 @@ pub fn group_version(api_version: &str) -> (&str, &str) {
     api_version.split_once('/').unwrap_or(("", api_version))
 }
 
+/// What names an object's kind in a request: its group, version, kind and
+/// resource.
+pub struct Addressed<'o> {
+    pub group: &'o str,
+    pub version: &'o str,
+    pub kind: &'o str,
+    pub resource: String,
+}
+
+impl<'o> Addressed<'o> {
+    pub fn of(object: &'o serde_json::Value) -> Addressed<'o> {
+        let (group, version) = group_version(object["apiVersion"].as_str().unwrap_or_default());
+        let kind = object["kind"].as_str().unwrap_or_default();
+        Addressed {
+            group,
+            version,
+            kind,
+            resource: resource(kind),
+        }
+    }
+}
+
 /// The resource (plural) of a kind, as the API server names it: the
 /// lower-cased kind, made plural by Kubernetes' own guess
 /// (`meta.UnsafeGuessKindToResource`), but for the kinds it gets wrong.

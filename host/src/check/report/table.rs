@@ -15,6 +15,14 @@ use super::{MONITOR, shown, summary, without_subject};
 /// columns): long cells wrap inside their column, so the verdict stays in
 /// view. Coloured on a terminal, unless `NO_COLOR` is set.
 pub fn table(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
+    let (width, colour) = fitted();
+    table_for(outcome, mode, only_rejected, Some(width), colour)
+}
+
+/// The width a table is fitted to (the terminal's, or else `COLUMNS`, or
+/// else 120 columns), and whether to colour it (on a terminal, unless
+/// `NO_COLOR` is set).
+pub fn fitted() -> (u16, bool) {
     let terminal = std::io::stdout().is_terminal();
     let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     // A terminal that says no width (a pseudo-terminal nobody sized) is
@@ -30,7 +38,7 @@ pub fn table(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
             .filter(|&w| w >= 40)
             .unwrap_or(120)
     });
-    table_for(outcome, mode, only_rejected, Some(width), colour)
+    (width, colour)
 }
 
 /// [`table`] at a given width (`None`: as wide as the rows) and colouring.

@@ -1,0 +1,208 @@
+//! `policy-runner test`: test files that say what each policy must decide
+//! of which objects (a Kyverno user reads them at sight: `kind: Test`,
+//! `policies`, `resources`, `results`), run as `check` judges, and held to
+//! what they say. Each test file runs on a core of its own, with instances
+//! of modules compiled once for the whole run; the report keeps the order
+//! of the files and of their results.
+
+pub mod cases;
+pub mod file;
+pub mod loaded;
+pub mod report;
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use cases::Row;
+use file::TestFile;
+use loaded::Modules;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A table, then the summary line.
+    Table,
+    Json,
+    /// JUnit XML: a suite a test file, a test case a row.
+    Junit,
+}
+
+/// A whole `test`, as the command line gives it.
+#[derive(Debug, Clone)]
+pub struct Command {
+    /// Test files, or directories searched for `file_name`.
+    pub paths: Vec<PathBuf>,
+    pub file_name: String,
+    /// Only the rows whose test or object this matches.
+    pub run: Option<regex::Regex>,
+    /// Print only the rows that failed (the summary counts them all).
+    pub fail_only: bool,
+    pub format: Format,
+    /// How many test files run at once; 0: one a core.
+    pub jobs: usize,
+    /// The module every policy runs, instead of the test files' `modules`.
+    pub module: Option<PathBuf>,
+}
+
+/// What the test files gave.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub rows: Vec<Row>,
+    /// What could not be used, each naming its file: exit status 2.
+    pub errors: Vec<String>,
+    pub notes: Vec<String>,
+    /// Rows `--run` left out.
+    pub left_out: usize,
+    /// How many test files ran.
+    pub files: usize,
+}
+
+impl Outcome {
+    pub fn passed(&self) -> usize {
+        self.rows.iter().filter(|r| r.passed).count()
+    }
+
+    pub fn failed(&self) -> usize {
+        self.rows.len() - self.passed()
+    }
+
+    /// 0 when every row passed, 1 when one failed, 2 when something could
+    /// not be used or there was nothing to run.
+    pub fn status(&self) -> u8 {
+        match (self.errors.is_empty(), self.failed()) {
+            (false, _) => 2,
+            (true, 0) => 0,
+            (true, _) => 1,
+        }
+    }
+}
+
+/// What a test run prints, and its exit status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    pub status: u8,
+    /// The report, for standard output.
+    pub output: String,
+    /// Errors and notes, for standard error.
+    pub said: Vec<String>,
+}
+
+impl Command {
+    pub fn run(&self) -> Finished {
+        let outcome = self.outcome();
+        let output = match self.format {
+            Format::Table => report::table(&outcome, self.fail_only),
+            Format::Json => report::json(&outcome, self.fail_only),
+            Format::Junit => report::junit(&outcome, self.fail_only),
+        };
+        let mut said: Vec<String> = outcome
+            .errors
+            .iter()
+            .map(|e| format!("error: {e}"))
+            .collect();
+        said.extend(outcome.notes.iter().map(|n| format!("note: {n}")));
+        Finished {
+            status: outcome.status(),
+            output,
+            said,
+        }
+    }
+
+    /// Finds the test files, compiles their modules once, and runs the
+    /// files in parallel.
+    pub fn outcome(&self) -> Outcome {
+        let mut outcome = Outcome::default();
+        let mut files = Vec::new();
+        for path in &self.paths {
+            match find(path, &self.file_name) {
+                Ok(found) if found.is_empty() => outcome.errors.push(format!(
+                    "{}: no test file (`{}`) found",
+                    path.display(),
+                    self.file_name
+                )),
+                Ok(found) => files.extend(found),
+                Err(e) => outcome.errors.push(e),
+            }
+        }
+        // Each file once, however many paths reach it.
+        let mut seen = std::collections::HashSet::new();
+        files.retain(|file| seen.insert(loaded::canonical(file)));
+        let mut tests = Vec::new();
+        for path in files {
+            match TestFile::read(&path) {
+                Ok(test) => tests.push(test),
+                Err(e) => outcome.errors.push(format!("{}: {e}", path.display())),
+            }
+        }
+        let modules = Modules::new(tests.iter(), self.module.clone());
+        let selected = |test: &str, object: &str| {
+            self.run
+                .as_ref()
+                .is_none_or(|re| re.is_match(test) || re.is_match(object))
+        };
+        let run_all = || -> Vec<cases::Ran> {
+            tests
+                .par_iter()
+                .map(|test| cases::run(test, &modules, &selected))
+                .collect()
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.jobs)
+            .build();
+        let ran = match pool {
+            Ok(pool) => pool.install(run_all),
+            Err(e) => {
+                outcome
+                    .errors
+                    .push(format!("cannot start {} workers: {e}", self.jobs));
+                return outcome;
+            }
+        };
+        outcome.files = tests.len();
+        for ran in ran {
+            outcome.rows.extend(ran.rows);
+            outcome.errors.extend(ran.errors);
+            outcome.left_out += ran.left_out;
+            for note in ran.notes {
+                if !outcome.notes.contains(&note) {
+                    outcome.notes.push(note);
+                }
+            }
+        }
+        if let Some(run) = &self.run
+            && outcome.rows.is_empty()
+            && outcome.left_out > 0
+        {
+            // A filter that leaves nothing would pass without testing.
+            outcome.errors.push(format!(
+                "--run `{run}` matches no test and no object: all {} results left out",
+                outcome.left_out
+            ));
+        }
+        outcome
+    }
+}
+
+/// The test files `path` gives: itself if it is a file, else every file
+/// named `file_name` below it (but in `.git`), in name order.
+fn find(path: &Path, file_name: &str) -> Result<Vec<PathBuf>, String> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    if !path.is_dir() {
+        return Err(format!("{}: no such file or directory", path.display()));
+    }
+    let mut found = Vec::new();
+    let walk = walkdir::WalkDir::new(path)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|entry| entry.file_name() != ".git");
+    for entry in walk {
+        let entry = entry.map_err(|e| format!("{}: {e}", path.display()))?;
+        if entry.file_type().is_file() && entry.file_name() == file_name {
+            found.push(entry.into_path());
+        }
+    }
+    Ok(found)
+}

@@ -1,0 +1,298 @@
+//! What a test file names, loaded: its policies with their modules'
+//! instances and settings validated, its resources read as `check` reads
+//! them with the objects the controllers make from them, each found by the
+//! names a result may give it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use super::file::TestFile;
+use crate::check::manifests::{self, Input};
+use crate::check::objects::{self, Admission, Candidate};
+use crate::check::policies::{self, Declared, Policy};
+use crate::group::Judging;
+use crate::{CompiledPolicy, Policy as Instance};
+
+/// The modules of a run, each compiled once, by the first worker that
+/// needs it: a module no policy names is never compiled.
+#[derive(Default)]
+pub struct Modules {
+    /// By [`canonical`] path.
+    compiled: BTreeMap<PathBuf, OnceLock<Result<CompiledPolicy, String>>>,
+    /// The one module every policy runs (`--module`), whatever the test
+    /// files map.
+    every: Option<PathBuf>,
+}
+
+impl Modules {
+    /// The modules `tests` map, or `every` one instead.
+    pub fn new<'t>(tests: impl Iterator<Item = &'t TestFile>, every: Option<PathBuf>) -> Modules {
+        let files: Vec<PathBuf> = match &every {
+            Some(every) => vec![every.clone()],
+            None => tests.flat_map(|t| t.modules.values().cloned()).collect(),
+        };
+        Modules {
+            compiled: files
+                .iter()
+                .map(|file| (canonical(file), OnceLock::new()))
+                .collect(),
+            every,
+        }
+    }
+
+    fn compiled(&self, file: &Path) -> Result<&CompiledPolicy, String> {
+        let slot = self
+            .compiled
+            .get(&canonical(file))
+            .ok_or_else(|| format!("{}: not among the modules of the run", file.display()))?;
+        slot.get_or_init(|| CompiledPolicy::from_file(file).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+/// One name for each file, however the test files reach it; the path as
+/// given when it cannot be resolved (its compilation then says why).
+pub fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// A policy of the test, ready to judge.
+pub struct ReadyPolicy {
+    pub(super) policy: Policy,
+    /// Its module's instance, an index into `Test::instances`.
+    pub(super) instance: usize,
+    pub(super) judging: Judging,
+    /// A group's members, each judging alone: a result may name one.
+    pub(super) members: Vec<(String, Judging)>,
+}
+
+/// An object the results can name.
+pub struct Object {
+    pub(super) object: Value,
+    /// Who sends it when the result names nobody.
+    pub(super) made_by: Option<&'static objects::Controller>,
+    /// `Kind namespace/name`, as `check` prints it.
+    pub(super) described: String,
+}
+
+/// A test file with everything it names, ready to run its results.
+pub struct Test<'t> {
+    pub(super) test: &'t TestFile,
+    /// One instance a module file, shared by the policies that run it.
+    pub(super) instances: Vec<Instance>,
+    pub(super) policies: Vec<ReadyPolicy>,
+    pub(super) objects: Vec<Object>,
+    /// The objects by kind and by each name a result may give them
+    /// (`name`, `namespace/name`), in the order read.
+    pub(super) named: HashMap<(String, String), Vec<usize>>,
+    pub(super) namespaces: policies::Namespaces,
+    pub(super) admission: Admission,
+    pub(super) owners: objects::Owners,
+    /// What the run should know but does not stop it.
+    pub(super) notes: Vec<String>,
+}
+
+impl<'t> Test<'t> {
+    /// Loads what `test` names; `None`, with `errors`, when some of it
+    /// cannot be used.
+    pub fn load(
+        test: &'t TestFile,
+        modules: &Modules,
+        errors: &mut Vec<String>,
+    ) -> Option<Test<'t>> {
+        let mut loaded = Test {
+            test,
+            instances: Vec::new(),
+            policies: Vec::new(),
+            objects: Vec::new(),
+            named: HashMap::new(),
+            namespaces: Default::default(),
+            admission: Admission {
+                namespace: "default".to_string(),
+                kubectl_apply: false,
+                derive: true,
+                cluster_kinds: Default::default(),
+            },
+            owners: Default::default(),
+            notes: Vec::new(),
+        };
+        loaded.load_policies(modules, errors);
+        loaded.load_resources(errors);
+        errors.is_empty().then_some(loaded)
+    }
+
+    fn load_policies(&mut self, modules: &Modules, errors: &mut Vec<String>) {
+        // The module files instantiated, in the order of `instances`.
+        let mut files: Vec<PathBuf> = Vec::new();
+        let mut named: Vec<String> = Vec::new();
+        let paths: Vec<String> = self
+            .test
+            .policies
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        for manifest in read_objects(&paths, errors) {
+            match self.load_policy(&manifest, modules, &mut files, &mut named) {
+                Ok(ready) => self.policies.push(ready),
+                Err(e) => errors.push(e),
+            }
+        }
+        let mut names: Vec<&str> = self
+            .policies
+            .iter()
+            .map(|p| p.policy.name.as_str())
+            .collect();
+        names.sort_unstable();
+        if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
+            errors.push(format!("two policies are named `{}`", twice[0]));
+        }
+        if modules.every.is_none() {
+            for reference in self.test.modules.keys().filter(|r| !named.contains(r)) {
+                self.notes.push(format!(
+                    "{}: `modules` maps `{reference}`, which none of its policies names",
+                    self.test.path.display()
+                ));
+            }
+        }
+    }
+
+    fn load_policy(
+        &mut self,
+        manifest: &Value,
+        modules: &Modules,
+        files: &mut Vec<PathBuf>,
+        named: &mut Vec<String>,
+    ) -> Result<ReadyPolicy, String> {
+        let policy = Policy::from_manifest(manifest)
+            .map_err(|e| format!("policy {}: {e}", policies::manifest_name(manifest)))?;
+        let spec = &manifest["spec"];
+        // A policy names its module; a group, each member's.
+        let references: Vec<&str> = match Declared::read(manifest)? {
+            Declared::Policy(_) => vec![spec["module"].as_str().unwrap_or_default()],
+            Declared::Group(_) => spec["policies"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(_, member)| member["module"].as_str().unwrap_or_default())
+                .collect(),
+        };
+        let mut file: Option<&PathBuf> = modules.every.as_ref();
+        for reference in references.into_iter().filter(|_| modules.every.is_none()) {
+            named.push(reference.to_string());
+            let mapped = self.test.modules.get(reference).ok_or_else(|| {
+                format!(
+                    "{}'s module `{reference}` has no local file: map it to one under `modules` \
+                     (or give `--module`)",
+                    policy.name
+                )
+            })?;
+            if file.is_some_and(|f| f != mapped) {
+                return Err(format!(
+                    "the members of {} map to different module files: a group is judged with one",
+                    policy.name
+                ));
+            }
+            file = Some(mapped);
+        }
+        let file = file.ok_or_else(|| format!("{} has no member", policy.name))?;
+        let instance = match files.iter().position(|f| f == file) {
+            Some(i) => i,
+            None => {
+                let compiled = modules
+                    .compiled(file)
+                    .map_err(|e| format!("{}: {e}", policy.name))?;
+                let instance = compiled
+                    .instantiate()
+                    .map_err(|e| format!("{}: {e}", file.display()))?;
+                self.instances.push(instance);
+                files.push(file.clone());
+                files.len() - 1
+            }
+        };
+        // The group's judging validates every member's settings, as
+        // policy-server does; each member alone then needs no second look.
+        let judging = policy.judging(&self.instances[instance])?;
+        let members = match &policy.judge {
+            policies::Judge::Single { .. } => Vec::new(),
+            policies::Judge::Group { members, .. } => members
+                .iter()
+                .map(|(name, settings)| {
+                    let settings = serde_json::to_vec(settings).map_err(|e| e.to_string())?;
+                    Ok((name.clone(), Judging::Single(settings)))
+                })
+                .collect::<Result<_, String>>()?,
+        };
+        Ok(ReadyPolicy {
+            policy,
+            instance,
+            judging,
+            members,
+        })
+    }
+
+    /// The resources' objects and those made from them, each indexed by
+    /// the names a result may give it.
+    fn load_resources(&mut self, errors: &mut Vec<String>) {
+        let inputs: Vec<String> = self
+            .test
+            .resources
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let read = read_objects(&inputs, errors);
+        for object in &read {
+            self.owners.learn(object);
+            self.admission.learn(object);
+            self.namespaces.extend(policies::namespace(object));
+        }
+        for object in &read {
+            for Candidate {
+                object, made_by, ..
+            } in objects::candidates(object, &self.admission, &self.owners)
+            {
+                let kind = object["kind"].as_str().unwrap_or_default().to_string();
+                let place = objects::place(&object);
+                let mut names = vec![place.clone()];
+                if let Some((_, name)) = place.rsplit_once('/') {
+                    names.push(name.to_string());
+                }
+                for name in names {
+                    self.named
+                        .entry((kind.clone(), name))
+                        .or_default()
+                        .push(self.objects.len());
+                }
+                self.objects.push(Object {
+                    described: objects::describe(&object),
+                    object,
+                    made_by,
+                });
+            }
+        }
+    }
+}
+
+/// The objects of `inputs` (files and directories, hidden ones included:
+/// a test names them), an error for each document that cannot be used and
+/// for what `check` would only note (a template, a Kustomization), and for
+/// inputs that hold no object at all.
+pub fn read_objects(inputs: &[String], errors: &mut Vec<String>) -> Vec<Value> {
+    let mut found = Vec::new();
+    let before = errors.len();
+    let search = manifests::Search { hidden: true };
+    manifests::read_each(inputs, search, &mut |input| match input {
+        Input::Manifest(manifest) => found.push(manifest.object),
+        Input::Unusable(unusable) => {
+            errors.push(format!("{}: {}", unusable.source, unusable.reason))
+        }
+        Input::Note(note) => errors.push(format!("{}: cannot be used: {}", note.source, note.text)),
+    });
+    if found.is_empty() && errors.len() == before {
+        errors.push(format!("{}: holds no object", inputs.join(", ")));
+    }
+    found
+}
