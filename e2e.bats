@@ -503,6 +503,31 @@ served_url() {
   [[ "$output" == *'}]},"message":"workloads must name their owner and carry no annotation outside example.com/"}'* ]]
 }
 
+# A user's test suite (docs/test.md) in $1: the README's policy (monitor
+# mode), the module under test and the example Deployment, and what the
+# policy must decide of the Deployment and of its Pod ($2: warn, the truth).
+owner_suite() {
+  mkdir -p "$1"
+  cp examples/cluster-admission-policy.yaml "$1/policy.yaml"
+  cp examples/manifests/web.yaml "$1/web.yaml"
+  cp "$POLICY" "$1/policy.wasm"
+  printf '%s\n' \
+    'apiVersion: test.annotations-policy.github.io/v1alpha1' \
+    'kind: Test' \
+    'metadata: {name: owner}' \
+    'policies: [policy.yaml]' \
+    'modules:' \
+    '  ghcr.io/annotations-policy/policies/annotations:v0.5.0: policy.wasm' \
+    'resources: [web.yaml]' \
+    'results:' \
+    '  - {policy: require-owner, kind: Deployment, resources: [shop/web], result: pass}' \
+    '  - policy: require-owner' \
+    '    kind: Pod' \
+    '    resources: [shop/web-796cb6795c-x7k2p]' \
+    "    result: ${2:-warn}" \
+    '    message: example\.com/owner' > "$1/policy-test.yaml"
+}
+
 # The GitHub Action's steps (action.yml), against a local release directory
 # and a stand-in cosign that says what it was asked and answers as told.
 @test "action: installs only what cosign verifies, then checks and writes SARIF" {
@@ -541,6 +566,80 @@ served_url() {
   grep -q '^status=1$' "$dir/check.out"
   grep -q "^sarif=$dir/out.sarif$" "$dir/check.out"
   [ "$(jq -r '.runs[0].results[0].locations[0].physicalLocation.artifactLocation.uri' "$dir/out.sarif")" = examples/manifests/web.yaml ]
+
+  # A mode check does not know is refused, before anything runs.
+  RUNNER="$dir/installed/policy-runner-linux-x86_64" MODULE="$dir/installed/annotated-policy.wasm" MODE=tests \
+    POLICY=examples/cluster-admission-policy.yaml GITHUB_OUTPUT="$dir/mode.out" run --separate-stderr scripts/action/check
+  [ "$status" -eq 0 ]
+  [[ "$stderr" == *"mode 'tests' is neither check nor test"* ]]
+  [ "$(cat "$dir/mode.out")" = status=2 ]
+}
+
+# mode: test: the Action's test step runs the user's test files with the
+# installed runner, and says how they went in `status`.
+@test "action: mode test runs the test files and keeps check's inputs and outputs out" {
+  local runner="$BATS_TEST_DIRNAME/target/debug/policy-runner" dir="$BATS_TEST_TMPDIR"
+  if [ ! -x "$runner" ]; then
+    skip "build the runner first (cargo build -p policy-host)"
+  fi
+  owner_suite "$dir/repo/policy/tests/owner"
+  # The Action's step sets every input; those of check are empty here
+  # (POLICY, which this file exports as the module, in each command).
+  export RUNNER="$runner" MODULE= SETTINGS= SARIF_FILE=
+
+  POLICY= PATHS=$'policy/tests\n' OUTPUT=junit GITHUB_OUTPUT="$dir/met.out" \
+    run --separate-stderr bash -c 'cd "$1/repo" && exec "$2"' _ "$dir" "$BATS_TEST_DIRNAME/scripts/action/test"
+  [ "$status" -eq 0 ]
+  [[ "$output" == '<?xml'*'<testsuite'*'name="owner"'* ]]
+  [[ "$output" != *'<failure'* ]]
+  [ "$(cat "$dir/met.out")" = status=0 ]
+
+  # An expectation the policy does not meet: the step still succeeds, and
+  # the status (1) fails the job.
+  owner_suite "$dir/repo/policy/tests/owner" fail
+  POLICY= PATHS="$dir/repo/policy/tests" GITHUB_OUTPUT="$dir/unmet.out" run --separate-stderr scripts/action/test
+  [ "$status" -eq 0 ]
+  [[ "$output" == *'TEST'*'EXPECTED'*'GOT'* ]]
+  [[ "$output" == *'1 passed, 1 failed'* ]]
+  [ "$(cat "$dir/unmet.out")" = status=1 ]
+  POLICY= PATHS="$dir/repo/policy/tests" OUTPUT=json GITHUB_OUTPUT="$dir/unmet.json.out" run --separate-stderr scripts/action/test
+  [ "$(jq -r '.results[] | select(.passed | not) | "\(.object) \(.expected) \(.got)"' <<< "$output")" = \
+    "Pod shop/web-796cb6795c-x7k2p fail warn" ]
+  [ "$(cat "$dir/unmet.json.out")" = status=1 ]
+
+  # The module input runs every policy, whatever the test file maps.
+  owner_suite "$dir/repo/policy/tests/owner"
+  sed -i 's|: policy.wasm$|: missing.wasm|' "$dir/repo/policy/tests/owner/policy-test.yaml"
+  POLICY= PATHS="$dir/repo/policy/tests" GITHUB_OUTPUT="$dir/unmapped.out" run --separate-stderr scripts/action/test
+  [ "$(cat "$dir/unmapped.out")" = status=2 ]
+  [[ "$stderr" == *"missing.wasm"* ]]
+  MODULE="$(realpath "$POLICY")" POLICY= PATHS="$dir/repo/policy/tests" GITHUB_OUTPUT="$dir/module.out" \
+    run --separate-stderr scripts/action/test
+  [[ "$output" == *'2 passed, 0 failed'* ]]
+  [ "$(cat "$dir/module.out")" = status=0 ]
+
+  # No test file: status 2.
+  POLICY= PATHS="$dir/repo/policy/tests/none" GITHUB_OUTPUT="$dir/none.out" run --separate-stderr scripts/action/test
+  [ "$status" -eq 0 ]
+  [ "$(cat "$dir/none.out")" = status=2 ]
+
+  # check's outputs and inputs are refused by name, before the runner runs.
+  local format
+  for format in github sarif; do
+    POLICY= PATHS="$dir/repo/policy/tests" OUTPUT=$format GITHUB_OUTPUT="$dir/$format.out" run --separate-stderr scripts/action/test
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+    [[ "$stderr" == "test: output '$format' is for mode check only: with mode test, give table, json or junit" ]]
+    [ "$(cat "$dir/$format.out")" = status=2 ]
+  done
+  PATHS="$dir/repo/policy/tests" POLICY=examples/cluster-admission-policy.yaml GITHUB_OUTPUT="$dir/policy.out" \
+    run --separate-stderr scripts/action/test
+  [[ "$stderr" == *"the policy input is for mode check"* ]]
+  [ "$(cat "$dir/policy.out")" = status=2 ]
+  POLICY= PATHS="$dir/repo/policy/tests" SARIF_FILE=annotations-policy.sarif GITHUB_OUTPUT="$dir/sarif-file.out" \
+    run --separate-stderr scripts/action/test
+  [[ "$stderr" == *"the upload-sarif input is for mode check"* ]]
+  [ "$(cat "$dir/sarif-file.out")" = status=2 ]
 }
 
 # .pre-commit-hooks.yaml, as pre-commit runs it: its entry, the user's args,
@@ -551,13 +650,38 @@ served_url() {
     skip "build the runner first (cargo build -p policy-host)"
   fi
   local entry
-  entry=$(sed -n 's/^  entry: //p' .pre-commit-hooks.yaml)
+  entry=$(sed -n '/^- id: annotations-policy-check$/,/^- id:/s/^  entry: //p' .pre-commit-hooks.yaml)
   [ "$entry" = "policy-runner check" ]
   PATH="$(dirname "$runner"):$PATH" run --separate-stderr $entry "$POLICY" --policy examples/cluster-admission-policy.yaml \
     examples/manifests/web.yaml README.md
   [ "$status" -eq 1 ]
   [[ "$output" == *'lacks required annotations; add "example.com/owner"'* ]]
   [[ "$output" == *"1 rejected"* ]]
+}
+
+# The test hook passes no file name (pass_filenames: false): its entry and
+# the user's args (the directories of the test files) are the command.
+@test "pre-commit hook: the test entry with args runs the test files" {
+  local runner="$BATS_TEST_DIRNAME/target/debug/policy-runner" dir="$BATS_TEST_TMPDIR"
+  if [ ! -x "$runner" ]; then
+    skip "build the runner first (cargo build -p policy-host)"
+  fi
+  local entry
+  entry=$(sed -n '/^- id: annotations-policy-test$/,/^- id:/s/^  entry: //p' .pre-commit-hooks.yaml)
+  [ "$entry" = "policy-runner test" ]
+  grep -A8 '^- id: annotations-policy-test$' .pre-commit-hooks.yaml | grep -qx '  pass_filenames: false'
+  owner_suite "$dir/tests/owner"
+  PATH="$(dirname "$runner"):$PATH" run --separate-stderr $entry "$dir/tests"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"2 passed, 0 failed"* ]]
+  owner_suite "$dir/tests/owner" pass
+  PATH="$(dirname "$runner"):$PATH" run --separate-stderr $entry "$dir/tests"
+  [ "$status" -eq 2 ]
+  [[ "$stderr" == *'`message` with `result: pass`'* ]]
+  owner_suite "$dir/tests/owner" fail
+  PATH="$(dirname "$runner"):$PATH" run --separate-stderr $entry "$dir/tests"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"1 passed, 1 failed"* ]]
 }
 
 # Colour on a terminal (script(1) gives the runner one), never with NO_COLOR.

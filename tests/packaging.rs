@@ -576,8 +576,9 @@ fn the_readme_claims_the_kubewarden_versions_ci_tests() {
 
 /// The GitHub Action (action.yml) is composite, defaults to this release,
 /// names only inputs it declares, runs the scripts the tests run
-/// (e2e.bats), and the release attaches every file its install step
-/// downloads, each with its signature bundle.
+/// (e2e.bats), `check` or `test` as its `mode` says, and the release
+/// attaches every file its install step downloads, each with its signature
+/// bundle.
 #[test]
 fn the_action_uses_its_own_scripts_and_what_the_release_attaches() {
     let action = yaml("action.yml");
@@ -603,7 +604,7 @@ fn the_action_uses_its_own_scripts_and_what_the_release_attaches() {
             "inputs.{name} is not declared"
         );
     }
-    let mut scripts = 0;
+    let mut scripts = Vec::new();
     for step in action["runs"]["steps"].as_sequence().expect("steps") {
         if let Some(run) = step["run"].as_str()
             && let Some(script) = run.strip_prefix("$GITHUB_ACTION_PATH/")
@@ -613,10 +614,45 @@ fn the_action_uses_its_own_scripts_and_what_the_release_attaches() {
                 std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o111 != 0,
                 "{script} is not executable"
             );
-            scripts += 1;
+            scripts.push((script, step));
         }
     }
-    assert_eq!(scripts, 2);
+    let names: Vec<&str> = scripts.iter().map(|(script, _)| *script).collect();
+    assert_eq!(
+        names,
+        [
+            "scripts/action/install",
+            "scripts/action/check",
+            "scripts/action/test"
+        ]
+    );
+    // `mode` picks one of check and test (check by default, and for any
+    // other value, which scripts/action/check refuses); the status is the
+    // one that ran, and the job fails on it.
+    assert_eq!(action["inputs"]["mode"]["default"], "check");
+    let (_, check) = scripts[1];
+    let (_, test) = scripts[2];
+    assert_eq!(check["id"], "check");
+    assert_eq!(check["if"], "${{ inputs.mode != 'test' }}");
+    assert_eq!(test["id"], "test");
+    assert_eq!(test["if"], "${{ inputs.mode == 'test' }}");
+    assert_eq!(check["env"]["MODE"], "${{ inputs.mode }}");
+    let status = "steps.check.outputs.status || steps.test.outputs.status";
+    assert_eq!(
+        action["outputs"]["status"]["value"],
+        format!("${{{{ {status} }}}}")
+    );
+    let fail = action["runs"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .last()
+        .unwrap();
+    assert_eq!(fail["if"], format!("${{{{ ({status}) != '0' }}}}"));
+    assert!(fail["run"].as_str().unwrap().contains("exit 1"));
+    // Each mode has its own default output: github is check's only.
+    assert_eq!(action["inputs"]["output"]["default"], "");
+    assert!(self::text("scripts/action/check").contains("${OUTPUT:-github}"));
+    assert!(self::text("scripts/action/test").contains("output=${OUTPUT:-table}"));
     let install = self::text("scripts/action/install");
     let release = self::text(".github/workflows/release.yml");
     for file in ["policy-runner-linux-x86_64", "annotated-policy.wasm"] {
@@ -634,14 +670,56 @@ fn the_action_uses_its_own_scripts_and_what_the_release_attaches() {
     }
 }
 
-/// The pre-commit hook runs the check on the staged manifests.
+/// The pre-commit hooks: one runs the check on the staged manifests, the
+/// other the test files, once, whenever a test file, a manifest or a
+/// module is staged (the files of a test are its own: none is passed).
 #[test]
-fn the_pre_commit_hook_checks_manifests() {
+fn the_pre_commit_hooks_check_manifests_and_run_the_tests() {
     let hooks = yaml(".pre-commit-hooks.yaml");
+    let ids: Vec<&str> = hooks
+        .as_sequence()
+        .expect("a list of hooks")
+        .iter()
+        .map(|hook| hook["id"].as_str().expect("an id"))
+        .collect();
+    assert_eq!(ids, ["annotations-policy-check", "annotations-policy-test"]);
     let hook = &hooks[0];
-    assert_eq!(hook["id"], "annotations-policy-check");
     assert_eq!(hook["entry"], "policy-runner check");
     assert_eq!(hook["language"], "system");
     let files = hook["files"].as_str().unwrap();
     assert_eq!(files, r"\.(ya?ml|json)$");
+    assert!(
+        hook.get("pass_filenames").is_none(),
+        "check judges the staged files"
+    );
+    let hook = &hooks[1];
+    assert_eq!(hook["entry"], "policy-runner test");
+    assert_eq!(hook["language"], "system");
+    assert_eq!(hook["pass_filenames"], false);
+    assert_eq!(hook["require_serial"], true);
+    // pre-commit matches `files` with Python's re.search.
+    let files = hook["files"].as_str().unwrap();
+    let matches = |file: &str| {
+        let output = Command::new("python3")
+            .args([
+                "-c",
+                "import re, sys; sys.exit(0 if re.search(sys.argv[1], sys.argv[2]) else 1)",
+            ])
+            .args([files, file])
+            .status()
+            .expect("python3");
+        output.success()
+    };
+    for staged in [
+        "tests/suites/owner/policy-test.yaml",
+        "deploy/web.yaml",
+        "deploy/web.yml",
+        "deploy/list.json",
+        "policy/annotated-policy.wasm",
+    ] {
+        assert!(matches(staged), "{staged} does not run the tests");
+    }
+    for staged in ["README.md", "src/lib.rs", "policy-test.yaml.orig"] {
+        assert!(!matches(staged), "{staged} runs the tests");
+    }
 }

@@ -424,6 +424,7 @@ const SCRIPTS: &[&str] = &[
     "e2e.bats",
     "scripts/action/install",
     "scripts/action/check",
+    "scripts/action/test",
     ".ci/check-tag",
 ];
 
