@@ -46,6 +46,7 @@ fn command(module: &Path, policy: PolicySource, inputs: &[&str], format: Format)
         only_rejected: false,
         strict: false,
         hidden: false,
+        jobs: 0,
     }
 }
 
@@ -1135,4 +1136,47 @@ fn check_leaves_out_what_match_conditions_leave_out() {
     )
     .unwrap_err();
     assert!(error.contains("`may` uses `authorizer`"), "{error}");
+}
+
+#[path = "../host/src/bin/common/dump.rs"]
+#[allow(dead_code)]
+mod dump;
+
+/// One worker or several: every format prints the same, byte for byte, on
+/// the repository's inputs and on a made-up cluster dump of several
+/// batches (`check-bench`'s, with its derived objects).
+#[test]
+fn one_worker_and_many_print_alike() {
+    let dir = scratch("workers");
+    std::fs::write(dir.join("dump.yaml"), dump::list(1_200)).unwrap();
+    let dump = dir.join("dump.yaml").display().to_string();
+    let formats = [
+        Format::Table,
+        Format::Json,
+        Format::Github,
+        Format::Junit,
+        Format::Sarif,
+    ];
+    let cases: [(&[&str], &[Format]); 3] = [
+        (&["test_data", "examples"], &formats),
+        (&["bench/peers/kube-prometheus"], &[Format::Json]),
+        (&[dump.as_str()], &[Format::Json, Format::Table]),
+    ];
+    for (inputs, formats) in cases {
+        for &format in formats {
+            let run = |jobs: usize| {
+                let mut command = command(
+                    &module_path(),
+                    manifest("bench/peers/kubewarden.yaml"),
+                    inputs,
+                    format,
+                );
+                command.jobs = jobs;
+                command.run(|_, _| {}).unwrap()
+            };
+            let alone = run(1);
+            assert!(alone.checked > 0, "{inputs:?}");
+            assert_eq!(alone, run(3), "{inputs:?} {format:?}");
+        }
+    }
 }

@@ -380,6 +380,7 @@ fn check_judges_and_leaves_out_as_the_suites_do() {
                     only_rejected: false,
                     strict: false,
                     hidden: false,
+                    jobs: 0,
                 };
                 let report: Value =
                     serde_json::from_str(&check.run(|_, _| {}).unwrap().output).unwrap();

@@ -17,6 +17,7 @@ mod spill;
 
 use std::path::PathBuf;
 
+use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::group::Judging;
@@ -64,6 +65,8 @@ pub struct Command {
     pub strict: bool,
     /// Read hidden directories too.
     pub hidden: bool,
+    /// How many workers judge; 0: one a core.
+    pub jobs: usize,
 }
 
 /// What a check prints, and its exit status: 0 when nothing is rejected,
@@ -108,7 +111,7 @@ impl Command {
         let search = manifests::Search {
             hidden: self.hidden,
         };
-        let outcome = checker.check(&self.inputs, search, admission, progress)?;
+        let outcome = checker.check(&self.inputs, search, admission, self.jobs, progress)?;
         let mode = checker.policy().mode.as_str();
         let output = match self.format {
             Format::Table => report::table(&outcome, mode, self.only_rejected),
@@ -182,25 +185,70 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unusable(pub String);
 
-/// A policy ready to judge: its instance, its settings checked.
+/// A policy ready to judge: its settings checked, its module compiled, an
+/// instance of it a worker.
 pub struct Checker {
     policy: Policy,
-    instance: Instance,
+    compiled: CompiledPolicy,
     judging: Judging,
+    /// Tells this checker's instances from another's on a worker thread.
+    id: usize,
 }
+
+thread_local! {
+    /// One instance a worker thread, as policy-server keeps one a worker
+    /// (an instance cannot move between threads), with the id of the
+    /// checker it is for.
+    static INSTANCE: std::cell::RefCell<Option<(usize, Instance)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// What judging one object of the input gave, merged into the outcome in
+/// the input's order whatever the order it was judged in.
+#[derive(Default)]
+struct Part {
+    rows: Vec<Row>,
+    not_covered: usize,
+    audited: usize,
+    /// Each warning, and whether it is said once only.
+    warnings: Vec<(String, bool)>,
+}
+
+impl Part {
+    fn warn_once(&mut self, warning: String) {
+        self.warnings.push((warning, true));
+    }
+
+    fn merge_into(self, outcome: &mut Outcome) {
+        outcome.rows.extend(self.rows);
+        outcome.not_covered += self.not_covered;
+        outcome.audited += self.audited;
+        for (warning, once) in self.warnings {
+            if !once || !outcome.warnings.contains(&warning) {
+                outcome.warnings.push(warning);
+            }
+        }
+    }
+}
+
+/// How many objects of the input are judged at once: enough to keep every
+/// worker busy, few enough that what waits is small.
+const BATCH: usize = 256;
 
 impl Checker {
     /// Instantiates `compiled` and validates the policy's settings (every
     /// member's, for a group), as policy-server does at start-up.
     pub fn new(compiled: &CompiledPolicy, policy: Policy) -> Result<Checker, Unusable> {
+        static IDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let instance = compiled
             .instantiate()
             .map_err(|e| Unusable(e.to_string()))?;
         let judging = policy.judging(&instance).map_err(Unusable)?;
         Ok(Checker {
             policy,
-            instance,
+            compiled: compiled.clone(),
             judging,
+            id: IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         })
     }
 
@@ -211,7 +259,9 @@ impl Checker {
     /// Judges every object of `inputs`, and the objects made from them,
     /// in two passes: the first reads the whole input, learning what it
     /// says of owners, Namespaces and custom kinds while the objects wait
-    /// on disk (`spill`); the second judges them one at a time. Only the
+    /// on disk (`spill`); the second judges them in batches, the objects
+    /// of a batch on `jobs` workers (0: one a core), merged in the input's
+    /// order so that the outcome is the same however many judge. Only the
     /// verdicts are held. `progress` hears how many of the input's objects
     /// are judged.
     pub fn check(
@@ -219,6 +269,7 @@ impl Checker {
         inputs: &[String],
         search: manifests::Search,
         mut admission: Admission,
+        jobs: usize,
         mut progress: impl FnMut(usize, usize),
     ) -> Result<Outcome, String> {
         let mut outcome = Outcome::default();
@@ -228,38 +279,50 @@ impl Checker {
         let spilling = |e: std::io::Error| format!("cannot keep the objects read on disk: {e}");
         let mut spill = spill::Spill::new().map_err(spilling)?;
         let mut identities = Identities::default();
-        manifests::read_each(inputs, search, &mut |input| match input {
-            Input::Manifest(manifest) => {
-                if let Some(warning) = identities.again(&manifest, &admission) {
-                    outcome.warnings.push(warning);
+        let workers = rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs)
+            .build()
+            .map_err(|e| format!("cannot start {jobs} workers: {e}"))?;
+        // Reading is one worker's, but for what it parses in parallel (a
+        // List's entries), which takes them all.
+        workers.install(|| {
+            manifests::read_each(inputs, search, &mut |input| match input {
+                Input::Manifest(manifest) => {
+                    if let Some(warning) = identities.again(&manifest, &admission) {
+                        outcome.warnings.push(warning);
+                    }
+                    owners.learn(&manifest.object);
+                    namespaces.extend(policies::namespace(&manifest.object));
+                    admission.learn(&manifest.object);
+                    spill.push(&manifest);
                 }
-                owners.learn(&manifest.object);
-                namespaces.extend(policies::namespace(&manifest.object));
-                admission.learn(&manifest.object);
-                spill.push(&manifest);
-            }
-            Input::Unusable(unusable) => outcome.unusable.push(unusable),
-            Input::Note(note) => outcome.notes.push(note),
+                Input::Unusable(unusable) => outcome.unusable.push(unusable),
+                Input::Note(note) => outcome.notes.push(note),
+            })
         });
         let total = spill.len();
-        for (done, manifest) in spill.read_back().map_err(spilling)?.enumerate() {
-            let manifest = manifest.map_err(spilling)?;
-            let candidates = objects::candidates(&manifest.object, &admission, &owners);
-            if admission.derive
-                && let Some(idle) = objects::idle(&manifest.object)
-            {
-                // Named as admitted, in its namespace, as its row names it;
-                // a warning, since nothing of the input was skipped.
-                outcome.warnings.push(format!(
-                    "{} ({}) {idle}",
-                    objects::describe(&candidates[0].object),
-                    manifest.source
-                ));
+        let mut read_back = spill.read_back().map_err(spilling)?;
+        let mut done = 0;
+        loop {
+            let batch = read_back
+                .by_ref()
+                .take(BATCH)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(spilling)?;
+            if batch.is_empty() {
+                break;
             }
-            for candidate in candidates {
-                self.judge(candidate, &manifest.source, &namespaces, &mut outcome)?;
+            let parts: Vec<Result<Part, String>> = workers.install(|| {
+                batch
+                    .par_iter()
+                    .map(|manifest| self.judge_manifest(manifest, &admission, &owners, &namespaces))
+                    .collect()
+            });
+            for part in parts {
+                part?.merge_into(&mut outcome);
+                done += 1;
+                progress(done, total);
             }
-            progress(done + 1, total);
         }
         let nothing = outcome.rows.is_empty() && outcome.not_covered == 0;
         if nothing && outcome.unusable.is_empty() && outcome.notes.is_empty() {
@@ -272,12 +335,50 @@ impl Checker {
         Ok(outcome)
     }
 
+    /// One object of the input and those made from it, on this thread's
+    /// instance.
+    fn judge_manifest(
+        &self,
+        manifest: &manifests::Manifest,
+        admission: &Admission,
+        owners: &objects::Owners,
+        namespaces: &policies::Namespaces,
+    ) -> Result<Part, String> {
+        let mut part = Part::default();
+        let candidates = objects::candidates(&manifest.object, admission, owners);
+        if admission.derive
+            && let Some(idle) = objects::idle(&manifest.object)
+        {
+            // Named as admitted, in its namespace, as its row names it;
+            // a warning, since nothing of the input was skipped.
+            let warning = format!(
+                "{} ({}) {idle}",
+                objects::describe(&candidates[0].object),
+                manifest.source
+            );
+            part.warnings.push((warning, false));
+        }
+        INSTANCE.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            if slot.as_ref().is_none_or(|(id, _)| *id != self.id) {
+                let instance = self.compiled.instantiate().map_err(|e| e.to_string())?;
+                *slot = Some((self.id, instance));
+            }
+            let (_, instance) = slot.as_ref().expect("instantiated above");
+            for candidate in candidates {
+                self.judge(candidate, &manifest.source, namespaces, instance, &mut part)?;
+            }
+            Ok(part)
+        })
+    }
+
     fn judge(
         &self,
         candidate: Candidate,
         source: &Source,
         namespaces: &policies::Namespaces,
-        outcome: &mut Outcome,
+        instance: &Instance,
+        outcome: &mut Part,
     ) -> Result<(), String> {
         let object = &candidate.object;
         let addressed = objects::Addressed::of(object);
@@ -289,11 +390,7 @@ impl Checker {
                 outcome.not_covered += 1;
                 return Ok(());
             }
-            Scope::Assumed(warning) => {
-                if !outcome.warnings.contains(&warning) {
-                    outcome.warnings.push(warning);
-                }
-            }
+            Scope::Assumed(warning) => outcome.warn_once(warning),
             Scope::In => {}
         }
         let audited = candidate.made_by.is_none() && stored(object);
@@ -322,12 +419,12 @@ impl Checker {
         let request = serde_json::to_vec(&request).unwrap_or_default();
         let judged = self
             .judging
-            .judge(&self.instance, &request)
+            .judge(instance, &request)
             .map_err(|e| e.to_string())?;
         let (accepted, message) = (judged.verdict.accepted, judged.line());
         let generated = object["metadata"]["generateName"].is_string();
-        if generated && !outcome.warnings.iter().any(|w| w.starts_with(ILLUSTRATIVE)) {
-            outcome.warnings.push(format!(
+        if generated {
+            outcome.warn_once(format!(
                 "{ILLUSTRATIVE} `{}` are illustrative: the API server ends each name made from a \
                  `generateName` with five random characters of its own",
                 objects::ILLUSTRATIVE_SUFFIX

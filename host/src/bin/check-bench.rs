@@ -4,7 +4,7 @@
 //! judged under an allowlist, with the objects derived from the workloads.
 //!
 //! ```console
-//! $ target/release/check-bench policy.wasm [--objects 10000] [--runs 3] [--dump FILE]
+//! $ target/release/check-bench policy.wasm [--objects 10000] [--runs 3] [--jobs N] [--dump FILE]
 //! ```
 //!
 //! `--dump FILE` keeps the dump there, to measure `policy-runner check` on
@@ -18,7 +18,14 @@ mod dump;
 use policy_host::check::{Command, Format, PolicySource, manifests};
 use serde_json::json;
 
-const USAGE: &str = "usage: check-bench <module.wasm> [--objects N] [--runs N] [--dump FILE]";
+const USAGE: &str =
+    "usage: check-bench <module.wasm> [--objects N] [--runs N] [--jobs N] [--dump FILE]";
+
+/// mimalloc, as many Rust CLIs ship: reading and judging allocate small
+/// values by the million, which the system allocator serves slower
+/// (docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     if let Err(message) = run() {
@@ -29,7 +36,7 @@ fn main() {
 
 fn run() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
-    let (mut module, mut objects, mut runs, mut keep) = (None, 10_000, 3, None);
+    let (mut module, mut objects, mut runs, mut keep, mut jobs) = (None, 10_000, 3, None, 0);
     while let Some(arg) = args.next() {
         let mut number = || -> Result<usize, String> {
             args.next()
@@ -40,6 +47,7 @@ fn run() -> Result<(), String> {
         match arg.as_str() {
             "--objects" => objects = number()?,
             "--runs" => runs = number()?,
+            "--jobs" => jobs = number()?,
             "--dump" => keep = Some(args.next().ok_or(USAGE)?),
             "-h" | "--help" => return Err(USAGE.to_string()),
             path => module = Some(path.to_string()),
@@ -85,6 +93,7 @@ fn run() -> Result<(), String> {
         only_rejected: false,
         strict: false,
         hidden: false,
+        jobs,
     };
     for run in 1..=runs {
         let start = Instant::now();

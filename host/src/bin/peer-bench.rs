@@ -46,6 +46,12 @@ const WORKLOADS: [(&str, &str); 8] = [
     ("batch/v1", "CronJob"),
 ];
 
+/// mimalloc, as many Rust CLIs ship: reading and judging allocate small
+/// values by the million, which the system allocator serves slower
+/// (docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
@@ -138,7 +144,10 @@ fn root() -> PathBuf {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Tool {
+    /// On every core.
     Check,
+    /// On one core (`-j 1`).
+    CheckOne,
     Kyverno,
     Gator,
     Conftest,
@@ -146,8 +155,9 @@ enum Tool {
 }
 
 impl Tool {
-    const ALL: [Tool; 5] = [
+    const ALL: [Tool; 6] = [
         Tool::Check,
+        Tool::CheckOne,
         Tool::Kyverno,
         Tool::Gator,
         Tool::Conftest,
@@ -157,6 +167,7 @@ impl Tool {
     fn name(self) -> &'static str {
         match self {
             Tool::Check => "policy-runner check",
+            Tool::CheckOne => "policy-runner check -j 1",
             Tool::Kyverno => "kyverno apply",
             Tool::Gator => "gator test",
             Tool::Conftest => "conftest test",
@@ -167,7 +178,7 @@ impl Tool {
     fn program(self) -> PathBuf {
         let root = root();
         match self {
-            Tool::Check => root.join("target/release/policy-runner"),
+            Tool::Check | Tool::CheckOne => root.join("target/release/policy-runner"),
             Tool::Kyverno => root.join("target/peers/bin/kubectl-kyverno"),
             Tool::Gator => root.join("target/peers/bin/gator"),
             Tool::Conftest => root.join("target/peers/bin/conftest"),
@@ -179,8 +190,12 @@ impl Tool {
         let peers = root().join("bench/peers");
         let mut command = Command::new(self.program());
         match self {
-            Tool::Check => command
+            Tool::Check | Tool::CheckOne => command
                 .arg("check")
+                .args(match self {
+                    Tool::CheckOne => &["-j", "1"][..],
+                    _ => &[][..],
+                })
                 .arg(root().join("policy.wasm"))
                 .arg("--policy")
                 .arg(peers.join("kubewarden.yaml"))
@@ -220,7 +235,7 @@ impl Tool {
         };
         let mut verdicts = Verdicts::default();
         match self {
-            Tool::Check => {
+            Tool::Check | Tool::CheckOne => {
                 for result in json(output)?["results"].as_array().into_iter().flatten() {
                     let id = result["object"].as_str().unwrap_or_default().to_string();
                     let derived = result["derivedFrom"]
@@ -551,7 +566,9 @@ fn run(args: &[String]) -> Result<(), String> {
                         _ => v.judged.len().to_string(),
                     };
                     let derived = match tool {
-                        Tool::Check => format!("{} ({})", v.derived, v.derived_rejected),
+                        Tool::Check | Tool::CheckOne => {
+                            format!("{} ({})", v.derived, v.derived_rejected)
+                        }
                         _ => "–".to_string(),
                     };
                     let rejected = match v.errors.len() {

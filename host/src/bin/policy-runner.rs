@@ -141,6 +141,10 @@ struct CheckArgs {
     /// does; without it they are left out, and a note names them.
     #[arg(long)]
     hidden: bool,
+    /// How many workers judge at once (default: one a core); the output
+    /// is the same whatever the number.
+    #[arg(short = 'j', long, env = "POLICY_RUNNER_JOBS", default_value_t = 0)]
+    jobs: usize,
 }
 
 #[derive(Args)]
@@ -162,7 +166,7 @@ struct TestArgs {
     #[arg(short = 'o', long, value_enum, default_value_t = TestOutput::Table)]
     output: TestOutput,
     /// How many test files to run at once (default: one a core).
-    #[arg(short = 'j', long, default_value_t = 0)]
+    #[arg(short = 'j', long, env = "POLICY_RUNNER_JOBS", default_value_t = 0)]
     jobs: usize,
     /// Run every policy with this module, whatever the test files'
     /// `modules` say (such as the release's annotated-policy.wasm).
@@ -195,6 +199,12 @@ enum Output {
     /// GitHub code scanning.
     Sarif,
 }
+
+/// mimalloc, as many Rust CLIs ship: reading and judging allocate small
+/// values by the million, which the system allocator serves slower
+/// (docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     // clap prints help and version on stdout (status 0) and a usage error
@@ -271,6 +281,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
         only_rejected: args.only_rejected,
         strict: args.strict,
         hidden: args.hidden,
+        jobs: args.jobs,
     };
     let mut progress: Option<Progress> = None;
     let finished = command.run(|done, total| {

@@ -20,6 +20,12 @@ const USAGE: &str = "usage: test-bench <module.wasm> [--results N] [--runs N] [-
 /// Results a test file; each object's four results are a quarter of it.
 const PER_FILE: usize = 1_000;
 
+/// mimalloc, as many Rust CLIs ship: reading and judging allocate small
+/// values by the million, which the system allocator serves slower
+/// (docs/performance.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     if let Err(message) = run() {
         eprintln!("Error: {message}");

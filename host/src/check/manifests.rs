@@ -114,8 +114,8 @@ pub fn read_inputs(inputs: &[String]) -> Inputs {
     read
 }
 
-/// Reads every input, handing out what it holds as it is read: no more
-/// than one object of a file is held at once (`stream`).
+/// Reads every input, handing out what it holds as it is read, in order:
+/// no more than a batch of a file's objects is held at once (`stream`).
 pub fn read_each(inputs: &[String], search: Search, found: &mut dyn FnMut(Input)) {
     // Each file once, however many inputs or links lead to it.
     let mut seen = HashSet::new();

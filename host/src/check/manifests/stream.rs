@@ -1,7 +1,9 @@
 //! A file read as a stream: cut into documents line by line first
-//! (`cut.rs`), then parsed one document at a time, and a `List` kept as a
-//! top-level `items:` block sequence (a cluster dump) one entry at a time,
-//! so that what is held at once is one object, not the file.
+//! (`cut.rs`), then parsed a batch of documents at a time, and a `List`
+//! kept as a top-level `items:` block sequence (a cluster dump) a batch of
+//! entries at a time, each batch on rayon's workers and handed out in
+//! order, so that what is held at once is a batch of objects, not the
+//! file.
 //!
 //! An entry is read as the document it would be on its own: its `-`
 //! becomes a space, which leaves every column where it was. Whatever does
@@ -12,6 +14,7 @@
 
 use std::io::{self, BufRead, Read, Seek, SeekFrom};
 
+use rayon::prelude::*;
 use serde_json::Value;
 
 use super::cut::{Cutter, Items, Span, has_content};
@@ -97,7 +100,22 @@ pub fn read(
         }
         return Ok(());
     }
-    for span in &scan.spans {
+    let mut next = 0;
+    while next < scan.spans.len() {
+        // A run of documents read whole, a batch at a time on the workers.
+        let plain = |span: &Span| !span.on_marker && span.items.is_none();
+        let run = scan.spans[next..]
+            .iter()
+            .take(ENTRIES)
+            .take_while(|span| plain(span))
+            .count();
+        if run > 0 {
+            plain_documents(input, &scan.spans[next..next + run], found)?;
+            next += run;
+            continue;
+        }
+        let span = &scan.spans[next];
+        next += 1;
         if span.on_marker {
             // kubectl's reader takes such a line for a broken separator,
             // and refuses the document (with the one before it).
@@ -114,7 +132,7 @@ pub fn read(
         match entries(input, span, found)? {
             Listed::All => {}
             Listed::No => whole(input, span, 0, found)?,
-            Listed::Until(next) => whole(input, span, next, found)?,
+            Listed::Until(from) => whole(input, span, from, found)?,
         }
     }
     Ok(())
@@ -158,36 +176,55 @@ fn entries(
         _ => return Ok(Listed::No),
     };
     input.seek(SeekFrom::Start(items.start()))?;
-    let mut bytes = Vec::new();
-    for index in 0..items.entries.len() {
-        let (start, end) = items.entry(index);
-        bytes.resize((end - start) as usize, 0);
-        input.read_exact(&mut bytes)?;
-        // The entry's `-` becomes a space: the document it holds, at the
-        // columns it was at.
-        bytes[items.indent] = b' ';
-        let text = std::str::from_utf8(&bytes).map_err(io::Error::other)?;
-        let line = items.entries[index].1;
-        let content_line = content_line(text, line);
-        let piece = Piece {
-            text,
-            first_line: line,
-            content_line,
-        };
-        match yaml_document(piece).1 {
-            Ok(mut value) => {
-                documents::of_the_list(list, &mut value);
-                found(Found::Item {
-                    line: content_line,
-                    index,
-                    value,
-                })
+    // The entries are parsed a batch at a time on the workers (a dump is a
+    // List of many thousands), and handed out in their order.
+    let mut index = 0;
+    while index < items.entries.len() {
+        let batch: Vec<(usize, String, usize)> = (index..items.entries.len().min(index + ENTRIES))
+            .map(|i| {
+                let (start, end) = items.entry(i);
+                let mut bytes = vec![0; (end - start) as usize];
+                input.read_exact(&mut bytes)?;
+                // The entry's `-` becomes a space: the document it holds,
+                // at the columns it was at.
+                bytes[items.indent] = b' ';
+                let text = String::from_utf8(bytes).map_err(io::Error::other)?;
+                let line = items.entries[i].1;
+                Ok((i, text, line))
+            })
+            .collect::<io::Result<_>>()?;
+        let parsed: Vec<(usize, usize, Result<Value, String>)> = batch
+            .par_iter()
+            .map(|(i, text, line)| {
+                let content_line = content_line(text, *line);
+                let piece = Piece {
+                    text,
+                    first_line: *line,
+                    content_line,
+                };
+                (*i, content_line, yaml_document(piece).1)
+            })
+            .collect();
+        for (i, content_line, value) in parsed {
+            match value {
+                Ok(mut value) => {
+                    documents::of_the_list(list, &mut value);
+                    found(Found::Item {
+                        line: content_line,
+                        index: i,
+                        value,
+                    })
+                }
+                Err(_) => return Ok(Listed::Until(i)),
             }
-            Err(_) => return Ok(Listed::Until(index)),
         }
+        index += batch.len();
     }
     Ok(Listed::All)
 }
+
+/// How many entries of a List are parsed at once.
+const ENTRIES: usize = 256;
 
 /// Reads a document whole, handing out the entries of its `items` from
 /// `from` when entries before it were handed out already.
@@ -198,24 +235,50 @@ fn whole(
     found: &mut dyn FnMut(Found),
 ) -> io::Result<()> {
     let text = text_at(input, span.start, span.end)?;
+    hand_out(parse_whole(&text, span), from, found);
+    Ok(())
+}
+
+/// A document read whole, before it is handed out.
+enum Parsed {
+    /// Template syntax that does not parse, noted at the document's line.
+    Template(usize, templates::Template),
+    Read {
+        line: usize,
+        value: Result<Value, String>,
+        /// Each entry's line, where the cut found as many as the List holds.
+        lines: Option<Vec<usize>>,
+    },
+}
+
+/// Parses the document of `span`, its `text`: what the workers do, each
+/// for a document of their own.
+fn parse_whole(text: &str, span: &Span) -> Parsed {
     let (line, value) = yaml_document(Piece {
-        text: &text,
+        text,
         first_line: span.first_line,
         content_line: span.content_line,
     });
     if value.is_err()
-        && let Some(template) = templates::in_text(&text, span.first_line)
+        && let Some(template) = templates::in_text(text, span.first_line)
     {
         // Noted at the document's line; the note names the syntax's.
-        found(Found::Template(span.content_line, template));
-        return Ok(());
+        return Parsed::Template(span.content_line, template);
     }
-    // Each entry's line, where the cut found as many as the List holds.
     let lines = span
         .items
         .as_ref()
-        .map(|items| entry_lines(&text, span.start, items));
-    drop(text);
+        .map(|items| entry_lines(text, span.start, items));
+    Parsed::Read { line, value, lines }
+}
+
+/// Hands out a document read whole, or the entries of its `items` from
+/// `from`.
+fn hand_out(parsed: Parsed, from: usize, found: &mut dyn FnMut(Found)) {
+    let (line, value, lines) = match parsed {
+        Parsed::Template(line, template) => return found(Found::Template(line, template)),
+        Parsed::Read { line, value, lines } => (line, value, lines),
+    };
     let listed = |map: &serde_json::Map<String, Value>| {
         documents::names_a_list(map)
             && match (map.get("items"), &lines) {
@@ -239,6 +302,27 @@ fn whole(
             }
         },
         value => found(Found::Document(line, value)),
+    }
+}
+
+/// Reads the documents of `spans`, none of which needs reading entry by
+/// entry, on the workers, and hands them out in their order.
+fn plain_documents(
+    input: &mut (impl Read + Seek),
+    spans: &[Span],
+    found: &mut dyn FnMut(Found),
+) -> io::Result<()> {
+    let texts = spans
+        .iter()
+        .map(|span| text_at(input, span.start, span.end))
+        .collect::<io::Result<Vec<_>>>()?;
+    let parsed: Vec<Parsed> = texts
+        .par_iter()
+        .zip(spans)
+        .map(|(text, span)| parse_whole(text, span))
+        .collect();
+    for parsed in parsed {
+        hand_out(parsed, 0, found);
     }
     Ok(())
 }
