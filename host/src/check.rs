@@ -284,7 +284,7 @@ impl Checker {
             .build()
             .map_err(|e| format!("cannot start {jobs} workers: {e}"))?;
         // Reading is one worker's, but for what it parses in parallel (a
-        // List's entries), which takes them all.
+        // stream's documents, a List's entries), which takes them all.
         workers.install(|| {
             manifests::read_each(inputs, search, &mut |input| match input {
                 Input::Manifest(manifest) => {
