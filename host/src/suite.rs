@@ -44,7 +44,7 @@ pub struct Command {
     pub module: Option<PathBuf>,
 }
 
-/// What the test files gave.
+/// What test files gave: one file's, or a whole run's.
 #[derive(Debug, Default)]
 pub struct Outcome {
     pub rows: Vec<Row>,
@@ -53,11 +53,21 @@ pub struct Outcome {
     pub notes: Vec<String>,
     /// Rows `--run` left out.
     pub left_out: usize,
-    /// How many test files ran.
-    pub files: usize,
 }
 
 impl Outcome {
+    /// Adds what another test file gave, each note said once.
+    fn absorb(&mut self, other: Outcome) {
+        self.rows.extend(other.rows);
+        self.errors.extend(other.errors);
+        self.left_out += other.left_out;
+        for note in other.notes {
+            if !self.notes.contains(&note) {
+                self.notes.push(note);
+            }
+        }
+    }
+
     pub fn passed(&self) -> usize {
         self.rows.iter().filter(|r| r.passed).count()
     }
@@ -140,7 +150,7 @@ impl Command {
                 .as_ref()
                 .is_none_or(|re| re.is_match(test) || re.is_match(object))
         };
-        let run_all = || -> Vec<cases::Ran> {
+        let run_all = || -> Vec<Outcome> {
             tests
                 .par_iter()
                 .map(|test| cases::run(test, &modules, &selected))
@@ -158,16 +168,8 @@ impl Command {
                 return outcome;
             }
         };
-        outcome.files = tests.len();
         for ran in ran {
-            outcome.rows.extend(ran.rows);
-            outcome.errors.extend(ran.errors);
-            outcome.left_out += ran.left_out;
-            for note in ran.notes {
-                if !outcome.notes.contains(&note) {
-                    outcome.notes.push(note);
-                }
-            }
+            outcome.absorb(ran);
         }
         if let Some(run) = &self.run
             && outcome.rows.is_empty()

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::Outcome;
 use super::file::{Expected, Operation, TestFile, Verdict};
 use super::loaded::{Modules, Object, ReadyPolicy, Test, read_objects};
 use crate::check::objects::{self, Admission};
@@ -52,21 +53,9 @@ impl Row {
     }
 }
 
-/// What a test file gave.
-#[derive(Debug, Default)]
-pub struct Ran {
-    pub rows: Vec<Row>,
-    /// Why the file (or a part of it) could not be used: exit status 2.
-    pub errors: Vec<String>,
-    /// What the run had to assume, said once each.
-    pub notes: Vec<String>,
-    /// The objects named that `--run` left out.
-    pub left_out: usize,
-}
-
 /// Runs `test`; `selected` says which rows to decide (`--run`).
-pub fn run(test: &TestFile, modules: &Modules, selected: &dyn Fn(&str, &str) -> bool) -> Ran {
-    let mut ran = Ran::default();
+pub fn run(test: &TestFile, modules: &Modules, selected: &dyn Fn(&str, &str) -> bool) -> Outcome {
+    let mut ran = Outcome::default();
     let mut errors = Vec::new();
     let loaded = Test::load(test, modules, &mut errors);
     let file = test.path.display();
@@ -83,7 +72,7 @@ pub fn run(test: &TestFile, modules: &Modules, selected: &dyn Fn(&str, &str) -> 
 
 impl Test<'_> {
     /// The rows of one expected result: one for each object it names.
-    fn check(&self, expected: &Expected, selected: &dyn Fn(&str, &str) -> bool, ran: &mut Ran) {
+    fn check(&self, expected: &Expected, selected: &dyn Fn(&str, &str) -> bool, ran: &mut Outcome) {
         let operation = match expected.audit {
             true => "audit",
             false => expected.operation.as_str(),
