@@ -246,7 +246,7 @@ impl Test<'_> {
             return Ok(Vec::new());
         };
         let mut errors = Vec::new();
-        let found = read_objects(&[path.display().to_string()], &mut errors);
+        let found = read_objects(std::slice::from_ref(path), &mut errors);
         if let Some(error) = errors.into_iter().next() {
             return Err(error);
         }

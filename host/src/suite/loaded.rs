@@ -129,13 +129,7 @@ impl<'t> Test<'t> {
         // The module files instantiated, in the order of `instances`.
         let mut files: Vec<PathBuf> = Vec::new();
         let mut named: Vec<String> = Vec::new();
-        let paths: Vec<String> = self
-            .test
-            .policies
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        for manifest in read_objects(&paths, errors) {
+        for manifest in read_objects(&self.test.policies, errors) {
             match self.load_policy(&manifest, modules, &mut files, &mut named) {
                 Ok(ready) => self.policies.push(ready),
                 Err(e) => errors.push(e),
@@ -237,13 +231,7 @@ impl<'t> Test<'t> {
     /// The resources' objects and those made from them, each indexed by
     /// the names a result may give it.
     fn load_resources(&mut self, errors: &mut Vec<String>) {
-        let inputs: Vec<String> = self
-            .test
-            .resources
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        let read = read_objects(&inputs, errors);
+        let read = read_objects(&self.test.resources, errors);
         for object in &read {
             self.owners.learn(object);
             self.admission.learn(object);
@@ -280,11 +268,12 @@ impl<'t> Test<'t> {
 /// a test names them), an error for each document that cannot be used and
 /// for what `check` would only note (a template, a Kustomization), and for
 /// inputs that hold no object at all.
-pub fn read_objects(inputs: &[String], errors: &mut Vec<String>) -> Vec<Value> {
+pub fn read_objects(paths: &[PathBuf], errors: &mut Vec<String>) -> Vec<Value> {
+    let inputs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let mut found = Vec::new();
     let before = errors.len();
     let search = manifests::Search { hidden: true };
-    manifests::read_each(inputs, search, &mut |input| match input {
+    manifests::read_each(&inputs, search, &mut |input| match input {
         Input::Manifest(manifest) => found.push(manifest.object),
         Input::Unusable(unusable) => {
             errors.push(format!("{}: {}", unusable.source, unusable.reason))
