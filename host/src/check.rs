@@ -398,6 +398,7 @@ impl Checker {
             true => audit::request(object),
             false => request::request(
                 "CREATE",
+                &addressed,
                 Some(object),
                 None,
                 request::sender(candidate.made_by),

@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 
-use super::objects::{self, Controller};
+use super::objects::{Addressed, Controller};
 
 /// Whoever applies the manifests when nobody is named. Any name but a
 /// node's or a controller's is judged alike; the policy judges a request
@@ -28,15 +28,22 @@ pub fn sender(made_by: Option<&Controller>) -> Value {
 
 /// The request for `operation` (`CREATE`, `UPDATE` or `DELETE`) of
 /// `object` (the new object; `None` for a DELETE) over `old` (the object
-/// before; `None` for a CREATE), sent by `user`.
-pub fn request(operation: &str, object: Option<&Value>, old: Option<&Value>, user: Value) -> Value {
+/// before; `None` for a CREATE), of the kind `addressed` names (the
+/// caller's, who needed it to decide whether to send), sent by `user`.
+pub fn request(
+    operation: &str,
+    addressed: &Addressed,
+    object: Option<&Value>,
+    old: Option<&Value>,
+    user: Value,
+) -> Value {
     let subject = object.or(old).unwrap_or(&Value::Null);
-    let objects::Addressed {
+    let Addressed {
         group,
         version,
         kind,
         resource,
-    } = objects::Addressed::of(subject);
+    } = addressed;
     let gvk = json!({"group": group, "version": version, "kind": kind});
     let gvr = json!({"group": group, "version": version, "resource": resource});
     let options = match operation {
@@ -73,18 +80,36 @@ mod tests {
     #[test]
     fn each_operation_carries_its_objects() {
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "shop"}});
-        let create = request("CREATE", Some(&pod), None, sender(None));
+        let create = request(
+            "CREATE",
+            &Addressed::of(&pod),
+            Some(&pod),
+            None,
+            sender(None),
+        );
         assert_eq!(create["oldObject"], Value::Null);
         assert_eq!(create["resource"]["resource"], "pods");
         assert_eq!(create["userInfo"]["username"], USER);
-        let delete = request("DELETE", None, Some(&pod), sender(None));
+        let delete = request(
+            "DELETE",
+            &Addressed::of(&pod),
+            None,
+            Some(&pod),
+            sender(None),
+        );
         assert_eq!(delete["object"], Value::Null);
         assert_eq!(
             (&delete["name"], &delete["namespace"]),
             (&json!("p"), &json!("shop"))
         );
         assert_eq!(delete["options"]["kind"], "DeleteOptions");
-        let update = request("UPDATE", Some(&pod), Some(&pod), sender(None));
+        let update = request(
+            "UPDATE",
+            &Addressed::of(&pod),
+            Some(&pod),
+            Some(&pod),
+            sender(None),
+        );
         assert_eq!(update["options"]["kind"], "UpdateOptions");
         assert_eq!(update["object"], update["oldObject"]);
     }

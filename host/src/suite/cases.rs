@@ -214,7 +214,7 @@ impl Test<'_> {
                     Operation::Update => (Some(subject), old),
                     Operation::Delete => (None, Some(subject)),
                 };
-                crate::check::request::request(operation.as_str(), new, old, user)
+                crate::check::request::request(operation.as_str(), &addressed, new, old, user)
             }
         };
         // The audit scanner never reads `matchConditions` (adm-controller
