@@ -98,11 +98,15 @@ pub fn first_unmet(conditions: &[Condition], request: &Value) -> Result<Option<S
         return Ok(None);
     }
     let mut context = Context::with_env(environment());
-    let mut attributes = request.clone();
-    if let Some(fields) = attributes.as_object_mut() {
-        fields.remove("object");
-        fields.remove("oldObject");
-    }
+    // The request's own fields, without copying the objects it carries.
+    let attributes: serde_json::Map<String, Value> = request
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(field, _)| !matches!(field.as_str(), "object" | "oldObject"))
+        .map(|(field, value)| (field.clone(), value.clone()))
+        .collect();
+    let attributes = Value::Object(attributes);
     let bind = |context: &mut Context, name: &str, value: &Value| {
         context
             .add_variable(name, value)
