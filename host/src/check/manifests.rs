@@ -30,7 +30,7 @@ use documents::Found;
 
 /// Where a document or object came from: a file (or `-`) and the line its
 /// document starts on, and its place in a `List`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Source {
     pub file: String,
     pub line: usize,
@@ -301,8 +301,8 @@ fn read_stream(file: &str, input: impl Read + Seek, found: &mut dyn FnMut(Input)
     if cr_only(&mut input) {
         return read_cr_only(file, input, found);
     }
-    let read = stream::scan(&mut input).and_then(|scan| {
-        stream::read(&mut input, &scan, &mut |document| match document {
+    let read = {
+        stream::read_all(&mut input, &mut |document| match document {
             Found::Document(line, Ok(value)) => {
                 take_document(value, file_source(file, line), found)
             }
@@ -323,7 +323,7 @@ fn read_stream(file: &str, input: impl Read + Seek, found: &mut dyn FnMut(Input)
                 unrendered: true,
             })),
         })
-    });
+    };
     if let Err(e) = read {
         found(Input::Unusable(whole(file, format!("cannot read: {e}"))));
     }

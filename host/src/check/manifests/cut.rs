@@ -136,6 +136,11 @@ impl Cutter {
         None
     }
 
+    /// Where the next line starts.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
     /// The last document, when the stream ends.
     pub fn finish(mut self) -> Option<Span> {
         self.close(self.offset)

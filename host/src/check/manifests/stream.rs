@@ -33,43 +33,108 @@ pub struct Scan {
 }
 
 /// Reads `input` to its end, line by line, holding one line at a time.
-pub fn scan(input: &mut impl BufRead) -> io::Result<Scan> {
-    let mut line = String::new();
-    let mut cutter = None;
-    let mut scan = Scan {
-        spans: Vec::new(),
-        json_like: false,
-        depth: json::Depth::default(),
-    };
-    let mut content_seen = false;
-    loop {
-        line.clear();
-        if input.read_line(&mut line)? == 0 {
-            break;
-        }
-        // The stream's mark is no part of its first line; a mark further
-        // down is its document's (`documents::yaml_document` drops it),
-        // and the cut's offsets count it.
-        let first = cutter.is_none();
-        let cutter = cutter.get_or_insert_with(|| match line.starts_with('\u{feff}') {
-            true => Cutter::new('\u{feff}'.len_utf8() as u64),
-            false => Cutter::new(0),
-        });
-        let text = match first {
-            true => line.strip_prefix('\u{feff}').unwrap_or(&line),
-            false => &line,
-        };
-        if !content_seen && !text.trim_start().is_empty() {
-            content_seen = true;
-            scan.json_like = text.trim_start().starts_with(['{', '[']);
-        }
-        if scan.json_like {
-            scan.depth.line(text);
-        }
-        scan.spans.extend(cutter.line(text));
+#[cfg(test)]
+fn scan(input: &mut impl BufRead) -> io::Result<Scan> {
+    let mut scanner = Scanner::default();
+    let spans = scanner.cut(input, usize::MAX)?;
+    Ok(scanner.into_scan(spans))
+}
+
+/// Reads `input` to its end and hands out every document of it. A YAML
+/// stream is cut a few hundred documents ahead of their reading: what is
+/// held of a stream of a million documents is the places of a few hundred,
+/// not of a million. (Where the documents of JSON end is known at its end:
+/// it is scanned whole.)
+pub fn read_all(input: &mut (impl BufRead + Seek), found: &mut dyn FnMut(Found)) -> io::Result<()> {
+    let mut scanner = Scanner::default();
+    let mut spans = scanner.cut(input, CUT_AHEAD)?;
+    if scanner.json_like {
+        spans.extend(scanner.cut(input, usize::MAX)?);
+        return read(input, &scanner.into_scan(spans), found);
     }
-    scan.spans.extend(cutter.and_then(Cutter::finish));
-    Ok(scan)
+    loop {
+        // Reading seeks; the cut goes on from where it stopped.
+        let resume = scanner.offset();
+        let scan = Scan {
+            spans,
+            json_like: false,
+            depth: json::Depth::default(),
+        };
+        read(input, &scan, found)?;
+        if scanner.ended {
+            return Ok(());
+        }
+        input.seek(SeekFrom::Start(resume))?;
+        spans = scanner.cut(input, CUT_AHEAD)?;
+    }
+}
+
+/// How many documents of a YAML stream are cut ahead of their reading.
+const CUT_AHEAD: usize = 4 * ENTRIES;
+
+/// A cut of a stream in progress.
+#[derive(Default)]
+struct Scanner {
+    /// Made at the first line, which may hold the stream's mark.
+    cutter: Option<Cutter>,
+    line: String,
+    content_seen: bool,
+    json_like: bool,
+    depth: json::Depth,
+    ended: bool,
+}
+
+impl Scanner {
+    /// Cuts the next `count` documents, or fewer where the stream ends; as
+    /// many more as it takes to reach the stream's first content, which
+    /// says whether it is JSON.
+    fn cut(&mut self, input: &mut impl BufRead, count: usize) -> io::Result<Vec<Span>> {
+        let mut spans = Vec::new();
+        while !self.ended && (spans.len() < count || !self.content_seen) {
+            self.line.clear();
+            if input.read_line(&mut self.line)? == 0 {
+                self.ended = true;
+                spans.extend(self.cutter.take().and_then(Cutter::finish));
+                break;
+            }
+            // The stream's mark is no part of its first line; a mark
+            // further down is its document's (`documents::yaml_document`
+            // drops it), and the cut's offsets count it.
+            let first = self.cutter.is_none();
+            let cutter =
+                self.cutter
+                    .get_or_insert_with(|| match self.line.starts_with('\u{feff}') {
+                        true => Cutter::new('\u{feff}'.len_utf8() as u64),
+                        false => Cutter::new(0),
+                    });
+            let text = match first {
+                true => self.line.strip_prefix('\u{feff}').unwrap_or(&self.line),
+                false => &self.line,
+            };
+            if !self.content_seen && !text.trim_start().is_empty() {
+                self.content_seen = true;
+                self.json_like = text.trim_start().starts_with(['{', '[']);
+            }
+            if self.json_like {
+                self.depth.line(text);
+            }
+            spans.extend(cutter.line(text));
+        }
+        Ok(spans)
+    }
+
+    /// Where the next line to cut starts.
+    fn offset(&self) -> u64 {
+        self.cutter.as_ref().map_or(0, Cutter::offset)
+    }
+
+    fn into_scan(self, spans: Vec<Span>) -> Scan {
+        Scan {
+            spans,
+            json_like: self.json_like,
+            depth: self.depth,
+        }
+    }
 }
 
 /// Hands out every document of `input`, as `scan` cut it.
@@ -425,6 +490,47 @@ mod tests {
         let scan = scan(&mut input).unwrap();
         let span = scan.spans.iter().find(|s| s.items.is_some()).unwrap();
         entries(&mut input, span, &mut |_| {}).unwrap()
+    }
+
+    /// A stream longer than what is cut ahead reads as it reads cut
+    /// whole: documents, Lists read entry by entry and whole, a document
+    /// the marker line holds, empty documents, across every boundary.
+    #[test]
+    fn a_long_stream_cut_ahead_reads_as_cut_whole() {
+        let mut text = String::from("\u{feff}# a comment\n---\n---\n");
+        for i in 0..3 * CUT_AHEAD + 7 {
+            match i % 7 {
+                0 => text.push_str(&format!(
+                    "kind: List\nitems:\n- {{kind: Pod, n: {i}}}\n- kind: Pod\n  n: {i}\n"
+                )),
+                1 => text.push_str(&format!("kind: List\nitems:\n- &a {{n: {i}}}\n- *a\n")),
+                2 => text.push_str(&format!("--- {{n: {i}}}\n")),
+                3 => text.push_str("# nothing\n"),
+                _ => text.push_str(&format!("kind: ConfigMap\nmetadata: {{name: c{i}}}\n")),
+            }
+            if i % 7 != 2 {
+                text.push_str("---\n");
+            }
+        }
+        let whole = {
+            let mut input = io::Cursor::new(text.as_bytes());
+            let scan = scan(&mut input).unwrap();
+            assert!(scan.spans.len() > 2 * CUT_AHEAD, "{}", scan.spans.len());
+            let mut found = Vec::new();
+            read(&mut input, &scan, &mut |f| found.push(f)).unwrap();
+            found
+        };
+        let mut ahead = Vec::new();
+        read_all(&mut io::Cursor::new(text.as_bytes()), &mut |f| {
+            ahead.push(f)
+        })
+        .unwrap();
+        assert_eq!(ahead, whole);
+        // Through a reader whose buffer is smaller than a document.
+        let mut small = io::BufReader::with_capacity(7, io::Cursor::new(text.as_bytes()));
+        let mut found = Vec::new();
+        read_all(&mut small, &mut |f| found.push(f)).unwrap();
+        assert_eq!(found, whole);
     }
 
     fn same(text: &str) -> Vec<Found> {
