@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{module_path, root};
-use policy_host::check::{Command, Finished, Format, PolicySource};
+use policy_host::check::{Command, Format, PolicySource};
 use serde_json::{Value, json};
 
 fn manifest(path: &str) -> PolicySource {
@@ -26,7 +26,26 @@ fn check(
     inputs: &[&str],
     format: Format,
 ) -> Result<Finished, String> {
-    command(module, policy, inputs, format).run(|_, _| {})
+    printed(&command(module, policy, inputs, format))
+}
+
+/// How a check ended, with the report it wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Finished {
+    status: u8,
+    output: String,
+    checked: usize,
+}
+
+/// Runs `command`, its report written to memory.
+fn printed(command: &Command) -> Result<Finished, String> {
+    let mut out = Vec::new();
+    let finished = command.run(|_, _| {}, &mut out)?;
+    Ok(Finished {
+        status: finished.status,
+        output: String::from_utf8(out).expect("a report in UTF-8"),
+        checked: finished.checked,
+    })
 }
 
 /// The command `check` runs: the inputs under the repository's root (or
@@ -305,7 +324,7 @@ fn only_rejected_and_github_outputs() {
     // workflow commands name files relative to it. (No other test here
     // depends on the working directory.)
     std::env::set_current_dir(root()).unwrap();
-    let table = examples(Format::Table, true).run(|_, _| {}).unwrap();
+    let table = printed(&examples(Format::Table, true)).unwrap();
     let rows: Vec<&str> = table.output.lines().take_while(|l| !l.is_empty()).collect();
     // The file, the header, the one rejected object and what it is made from.
     assert_eq!(rows[0], "examples/manifests/web.yaml", "{}", table.output);
@@ -325,7 +344,7 @@ fn only_rejected_and_github_outputs() {
         "{}",
         table.output
     );
-    let github = examples(Format::Github, false).run(|_, _| {}).unwrap();
+    let github = printed(&examples(Format::Github, false)).unwrap();
     assert_eq!(github.status, 1);
     let lines: Vec<&str> = github.output.lines().collect();
     assert_eq!(
@@ -894,7 +913,7 @@ fn braces_in_files_that_parse_are_content_and_templates_are_counted() {
     )
     .unwrap();
     let run = |strict: bool, format: Format| {
-        Command {
+        printed(&Command {
             derive: false,
             strict,
             ..command(
@@ -903,8 +922,7 @@ fn braces_in_files_that_parse_are_content_and_templates_are_counted() {
                 &[dir.to_str().unwrap()],
                 format,
             )
-        }
-        .run(|_, _| {})
+        })
         .unwrap()
     };
     let finished = run(false, Format::Json);
@@ -1148,7 +1166,7 @@ mod dump;
 #[test]
 fn one_worker_and_many_print_alike() {
     let dir = scratch("workers");
-    std::fs::write(dir.join("dump.yaml"), dump::list(1_200)).unwrap();
+    dump::write_file(&dir.join("dump.yaml"), |out| dump::write_list(1_200, out)).unwrap();
     let dump = dir.join("dump.yaml").display().to_string();
     let formats = [
         Format::Table,
@@ -1172,7 +1190,7 @@ fn one_worker_and_many_print_alike() {
                     format,
                 );
                 command.jobs = jobs;
-                command.run(|_, _| {}).unwrap()
+                printed(&command).unwrap()
             };
             let alone = run(1);
             assert!(alone.checked > 0, "{inputs:?}");

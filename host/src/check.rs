@@ -13,8 +13,13 @@ pub mod objects;
 pub mod policies;
 pub mod report;
 pub mod request;
+mod rows;
 mod spill;
 
+pub use rows::Rows;
+
+use std::collections::HashSet;
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 use rayon::prelude::*;
@@ -69,21 +74,27 @@ pub struct Command {
     pub jobs: usize,
 }
 
-/// What a check prints, and its exit status: 0 when nothing is rejected,
-/// 1 when something is, 2 when some input could not be used (with
-/// `strict`, or was skipped as what a tool renders).
+/// How a check ended: its exit status, 0 when nothing is rejected, 1 when
+/// something is, 2 when some input could not be used (with `strict`, or
+/// was skipped as what a tool renders).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finished {
     pub status: u8,
-    pub output: String,
     /// How many objects were judged, the derived ones included.
     pub checked: usize,
 }
 
 impl Command {
-    /// Runs the check; `Err` (exit status 2) when the module, the policy or
-    /// its settings cannot be used, and nothing was checked.
-    pub fn run(&self, progress: impl FnMut(usize, usize)) -> Result<Finished, String> {
+    /// Runs the check and writes its report to `out` as it goes; `Err`
+    /// (exit status 2) when the module, the policy or its settings cannot
+    /// be used, and nothing was checked, or when the report cannot be
+    /// written. A reader that stops early (`| head`) ends the report, not
+    /// the check.
+    pub fn run(
+        &self,
+        progress: impl FnMut(usize, usize),
+        out: &mut dyn Write,
+    ) -> Result<Finished, String> {
         let module = self.module.display();
         let bytes =
             std::fs::read(&self.module).map_err(|e| format!("cannot read {module}: {e}"))?;
@@ -113,13 +124,19 @@ impl Command {
         };
         let outcome = checker.check(&self.inputs, search, admission, self.jobs, progress)?;
         let mode = checker.policy().mode.as_str();
-        let output = match self.format {
-            Format::Table => report::table(&outcome, mode, self.only_rejected),
-            Format::Json => report::json(&outcome, mode, self.only_rejected),
-            Format::Github => report::github(&outcome, mode),
-            Format::Junit => report::junit(&outcome, &checker.policy().name),
-            Format::Sarif => report::sarif(&outcome, mode, &checker.policy().name),
+        let written = match self.format {
+            Format::Table => report::table(&outcome, mode, self.only_rejected, out),
+            Format::Json => report::json(&outcome, mode, self.only_rejected, out),
+            Format::Github => report::github(&outcome, mode, out),
+            Format::Junit => report::junit(&outcome, &checker.policy().name, out),
+            Format::Sarif => report::sarif(&outcome, mode, &checker.policy().name, out),
         };
+        match written.and_then(|()| out.flush()) {
+            Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+                return Err(format!("cannot write the report: {e}"));
+            }
+            _ => {}
+        }
         let unjudged = !outcome.unusable.is_empty() || (self.strict && outcome.unrendered() > 0);
         let status = match (unjudged, outcome.rejected()) {
             (true, _) => 2,
@@ -128,14 +145,13 @@ impl Command {
         };
         Ok(Finished {
             status,
-            output,
             checked: outcome.rows.len(),
         })
     }
 }
 
 /// The verdict on one object.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Row {
     /// `Kind namespace/name`.
     pub object: String,
@@ -157,7 +173,7 @@ pub struct Row {
 /// What a check found.
 #[derive(Debug, Default)]
 pub struct Outcome {
-    pub rows: Vec<Row>,
+    pub rows: Rows,
     pub unusable: Vec<manifests::Unusable>,
     /// Input skipped as no object to check, each with what to do instead.
     pub notes: Vec<manifests::Note>,
@@ -172,7 +188,7 @@ pub struct Outcome {
 
 impl Outcome {
     pub fn rejected(&self) -> usize {
-        self.rows.iter().filter(|row| !row.accepted).count()
+        self.rows.rejected()
     }
 
     /// The files skipped as what a tool renders.
@@ -219,16 +235,23 @@ impl Part {
         self.warnings.push((warning, true));
     }
 
-    fn merge_into(self, outcome: &mut Outcome) {
-        outcome.rows.extend(self.rows);
+    /// `said`: the warnings said once only that are said already.
+    fn merge_into(self, outcome: &mut Outcome, said: &mut HashSet<String>) {
+        for row in self.rows {
+            outcome.rows.push(row);
+        }
         outcome.not_covered += self.not_covered;
         outcome.audited += self.audited;
         for (warning, once) in self.warnings {
-            if !once || !outcome.warnings.contains(&warning) {
+            if !once || said.insert(warning.clone()) {
                 outcome.warnings.push(warning);
             }
         }
     }
+}
+
+fn keeping(e: io::Error) -> String {
+    format!("cannot keep the verdicts on disk: {e}")
 }
 
 /// How many objects of the input are judged at once: enough to keep every
@@ -261,9 +284,9 @@ impl Checker {
     /// says of owners, Namespaces and custom kinds while the objects wait
     /// on disk (`spill`); the second judges them in batches, the objects
     /// of a batch on `jobs` workers (0: one a core), merged in the input's
-    /// order so that the outcome is the same however many judge. Only the
-    /// verdicts are held. `progress` hears how many of the input's objects
-    /// are judged.
+    /// order so that the outcome is the same however many judge; the
+    /// verdicts wait on disk too (`rows`), for the report. `progress` hears
+    /// how many of the input's objects are judged.
     pub fn check(
         &self,
         inputs: &[String],
@@ -272,8 +295,12 @@ impl Checker {
         jobs: usize,
         mut progress: impl FnMut(usize, usize),
     ) -> Result<Outcome, String> {
-        let mut outcome = Outcome::default();
+        let mut outcome = Outcome {
+            rows: Rows::on_disk().map_err(keeping)?,
+            ..Outcome::default()
+        };
         outcome.warnings.extend(self.policy.unaudited());
+        let mut said: HashSet<String> = outcome.warnings.iter().cloned().collect();
         let mut owners = objects::Owners::default();
         let mut namespaces = policies::Namespaces::new();
         let spilling = |e: std::io::Error| format!("cannot keep the objects read on disk: {e}");
@@ -319,11 +346,12 @@ impl Checker {
                     .collect()
             });
             for part in parts {
-                part?.merge_into(&mut outcome);
+                part?.merge_into(&mut outcome, &mut said);
                 done += 1;
                 progress(done, total);
             }
         }
+        outcome.rows.finish().map_err(keeping)?;
         let nothing = outcome.rows.is_empty() && outcome.not_covered == 0;
         if nothing && outcome.unusable.is_empty() && outcome.notes.is_empty() {
             outcome.warnings.push(
@@ -451,8 +479,8 @@ impl Checker {
 
 /// The objects of the input by what names them in a cluster, to say when
 /// one is given twice (the second would replace, or be refused as, the
-/// first). Fingerprints, not names: a dump of 100,000 objects costs a few
-/// megabytes less, and two different objects share one a time in 10^10.
+/// first). Fingerprints (`objects::fingerprint`), not names: eight bytes
+/// an object.
 #[derive(Default)]
 struct Identities {
     seen: std::collections::HashSet<u64>,
@@ -461,7 +489,6 @@ struct Identities {
 impl Identities {
     /// A warning when `manifest` names an object the input already gave.
     fn again(&mut self, manifest: &manifests::Manifest, admission: &Admission) -> Option<String> {
-        use std::hash::BuildHasher;
         let object = &manifest.object;
         let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
         let (group, _) = objects::group_version(object["apiVersion"].as_str().unwrap_or_default());
@@ -476,11 +503,9 @@ impl Identities {
             None if !admission.namespaced(&kind) => String::new(),
             None => admission.namespace.clone(),
         };
-        let hashing =
-            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
         if self
             .seen
-            .insert(hashing.hash_one((group, &kind, &namespace, &name)))
+            .insert(objects::fingerprint((group, &kind, &namespace, &name)))
         {
             return None;
         }

@@ -62,8 +62,7 @@ fn main() {
                     .parse()
                     .map_err(|_| USAGE.to_string())
                     .and_then(|objects| {
-                        std::fs::write(path, dump::stream(objects))
-                            .map_err(|e| format!("{path}: {e}"))
+                        dump::write_file(path.as_ref(), |out| dump::write_stream(objects, out))
                     })
             }
             _ => Err(USAGE.to_string()),

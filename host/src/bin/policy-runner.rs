@@ -284,12 +284,15 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
         jobs: args.jobs,
     };
     let mut progress: Option<Progress> = None;
-    let finished = command.run(|done, total| {
-        progress
-            .get_or_insert_with(|| Progress::new(total))
-            .update(done, total)
-    })?;
-    report(&finished.output)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let finished = command.run(
+        |done, total| {
+            progress
+                .get_or_insert_with(|| Progress::new(total))
+                .update(done, total)
+        },
+        &mut out,
+    )?;
     Ok(ExitCode::from(finished.status))
 }
 

@@ -2,7 +2,7 @@
 //! summary line, or JSON for machines; and a progress bar on a terminal.
 
 use std::fmt::Write as _;
-use std::io::IsTerminal;
+use std::io::{self, IsTerminal, Write};
 
 use super::manifests::Source;
 use super::{Outcome, Row};
@@ -27,13 +27,13 @@ fn without_subject(row: &Row) -> &str {
 const MONITOR: &str =
     "the policy is in monitor mode: policy-server would log these rejections, not make them";
 
-/// The rows to print: all, or only the rejected ones (the summary still
-/// counts every row).
-fn shown(outcome: &Outcome, only_rejected: bool) -> impl Iterator<Item = &Row> {
+/// The rows to print, read back in order: all, or only the rejected ones
+/// (the summary still counts every row).
+fn shown(outcome: &Outcome, only_rejected: bool) -> impl Iterator<Item = io::Result<Row>> + '_ {
     outcome
         .rows
         .iter()
-        .filter(move |row| !(only_rejected && row.accepted))
+        .filter(move |row| !(only_rejected && row.as_ref().is_ok_and(|row| row.accepted)))
 }
 
 /// GitHub Actions' workflow commands, which GitHub shows on the lines of a
@@ -41,8 +41,7 @@ fn shown(outcome: &Outcome, only_rejected: bool) -> impl Iterator<Item = &Row> {
 /// the policy is in monitor mode, as policy-server only logs it), each
 /// unusable document an error, each note and warning a notice; then the
 /// summary line.
-pub fn github(outcome: &Outcome, mode: &str) -> String {
-    let mut out = String::new();
+pub fn github(outcome: &Outcome, mode: &str, out: &mut dyn Write) -> io::Result<()> {
     let mut command = |level: &str, source: Option<&Source>, title: &str, message: &str| {
         let mut properties = Vec::new();
         if let Some(source) = source.filter(|s| s.file != "-") {
@@ -56,7 +55,7 @@ pub fn github(outcome: &Outcome, mode: &str) -> String {
             true => String::new(),
             false => format!(" {}", properties.join(",")),
         };
-        let _ = writeln!(out, "::{level}{properties}::{}", data(message));
+        writeln!(out, "::{level}{properties}::{}", data(message))
     };
     let rejection = if mode == "monitor" {
         "warning"
@@ -64,6 +63,7 @@ pub fn github(outcome: &Outcome, mode: &str) -> String {
         "error"
     };
     for row in shown(outcome, true) {
+        let row = row?;
         let title = match (row.derived_from.is_empty(), row.audited) {
             (true, false) => row.object.clone(),
             (true, true) => format!("{} (judged as an audit)", row.object),
@@ -74,7 +74,7 @@ pub fn github(outcome: &Outcome, mode: &str) -> String {
             Some(&row.source),
             &title,
             row.message.as_deref().unwrap_or("rejected"),
-        );
+        )?;
     }
     for unusable in &outcome.unusable {
         command(
@@ -82,46 +82,54 @@ pub fn github(outcome: &Outcome, mode: &str) -> String {
             Some(&unusable.source),
             "unusable",
             &unusable.reason,
-        );
+        )?;
     }
     for note in &outcome.notes {
-        command("notice", Some(&note.source), "", &note.text);
+        command("notice", Some(&note.source), "", &note.text)?;
     }
     for warning in &outcome.warnings {
-        command("notice", None, "", warning);
+        command("notice", None, "", warning)?;
     }
     if mode == "monitor" && outcome.rejected() > 0 {
-        command("notice", None, "", MONITOR);
+        command("notice", None, "", MONITOR)?;
     }
-    out.push_str(&summary(outcome));
-    out.push('\n');
-    out
+    writeln!(out, "{}", summary(outcome))
 }
 
 /// JUnit XML, which CI systems show as test results: one test case an
 /// object (a failure for a rejection, its message and what it is made
 /// from), one an unusable document (an error), in one suite named after
 /// the policy.
-pub fn junit(outcome: &Outcome, policy: &str) -> String {
-    let mut cases = String::new();
-    for row in &outcome.rows {
+pub fn junit(outcome: &Outcome, policy: &str, out: &mut dyn Write) -> io::Result<()> {
+    let (tests, failures, errors) = (
+        outcome.rows.len() + outcome.unusable.len(),
+        outcome.rejected(),
+        outcome.unusable.len(),
+    );
+    write!(
+        out,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"policy-runner check\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n",
+        xml(policy)
+    )?;
+    for row in outcome.rows.iter() {
+        let row = row?;
         let name = match row.audited {
             true => format!("{} (judged as an audit)", row.object),
             false => row.object.clone(),
         };
-        let _ = write!(
-            cases,
+        write!(
+            out,
             "    <testcase name=\"{}\" classname=\"{}\" file=\"{}\" line=\"{}\"",
             xml(&name),
             xml(&row.source.file),
             xml(&row.source.file),
             row.source.line
-        );
+        )?;
         match row.accepted {
-            true => cases.push_str("/>\n"),
+            true => out.write_all(b"/>\n")?,
             false => {
-                let _ = write!(
-                    cases,
+                write!(
+                    out,
                     ">\n      <failure type=\"rejected\" message=\"{}\">{}</failure>\n    </testcase>\n",
                     xml(row.message.as_deref().unwrap_or("rejected")),
                     xml(&match row.derived_from.is_empty() {
@@ -133,30 +141,22 @@ pub fn junit(outcome: &Outcome, policy: &str) -> String {
                             row.source
                         ),
                     })
-                );
+                )?;
             }
         }
     }
     for unusable in &outcome.unusable {
-        let _ = write!(
-            cases,
+        write!(
+            out,
             "    <testcase name=\"{}\" classname=\"{}\" file=\"{}\" line=\"{}\">\n      <error type=\"unusable\" message=\"{}\"/>\n    </testcase>\n",
             xml(&unusable.source.to_string()),
             xml(&unusable.source.file),
             xml(&unusable.source.file),
             unusable.source.line,
             xml(&unusable.reason)
-        );
+        )?;
     }
-    let (tests, failures, errors) = (
-        outcome.rows.len() + outcome.unusable.len(),
-        outcome.rejected(),
-        outcome.unusable.len(),
-    );
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"policy-runner check\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n{cases}  </testsuite>\n</testsuites>\n",
-        xml(policy)
-    )
+    out.write_all(b"  </testsuite>\n</testsuites>\n")
 }
 
 /// Text in an XML attribute or element. (A table of five escapes: no
@@ -237,33 +237,38 @@ pub fn summary(outcome: &Outcome) -> String {
 }
 
 /// The outcome as one JSON document.
-pub fn json(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
-    // Written from the rows as they are, keys in the order a JSON value
-    // would sort them: a dump's report is tens of megabytes, and a value
-    // tree of it would be ten times that.
+pub fn json(
+    outcome: &Outcome,
+    mode: &str,
+    only_rejected: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    // Written from the rows as they are read back, keys in the order a
+    // JSON value would sort them: a dump's report is hundreds of
+    // megabytes, and neither it nor a value tree of it is ever held.
     #[derive(serde::Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Report<'o> {
+    #[serde(rename_all = "camelCase", bound = "Streamed<R>: serde::Serialize")]
+    struct Report<'o, R> {
         audited: usize,
         checked: usize,
         mode: &'o str,
         not_covered: usize,
         notes: Vec<JsonNote<'o>>,
         rejected: usize,
-        results: Vec<JsonRow<'o>>,
+        results: Streamed<R>,
         unusable: Vec<JsonUnusable<'o>>,
         warnings: &'o [String],
     }
     #[derive(serde::Serialize)]
     #[serde(rename_all = "camelCase")]
-    struct JsonRow<'o> {
+    struct JsonRow {
         allowed: bool,
-        annotations: &'o [String],
+        annotations: Vec<String>,
         /// Judged as an audit: a stored object, sent with no sender.
         audit: bool,
-        derived_from: &'o [String],
-        message: &'o Option<String>,
-        object: &'o str,
+        derived_from: Vec<String>,
+        message: Option<String>,
+        object: String,
         source: String,
     }
     #[derive(serde::Serialize)]
@@ -293,17 +298,17 @@ pub fn json(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
             })
             .collect(),
         rejected: outcome.rejected(),
-        results: shown(outcome, only_rejected)
-            .map(|row| JsonRow {
+        results: Streamed::new(shown(outcome, only_rejected).map(|row| {
+            row.map(|row| JsonRow {
                 allowed: row.accepted,
-                annotations: &row.annotations,
-                audit: row.audited,
-                derived_from: &row.derived_from,
-                message: &row.message,
-                object: &row.object,
                 source: row.source.to_string(),
+                annotations: row.annotations,
+                audit: row.audited,
+                derived_from: row.derived_from,
+                message: row.message,
+                object: row.object,
             })
-            .collect(),
+        })),
         unusable: outcome
             .unusable
             .iter()
@@ -314,7 +319,35 @@ pub fn json(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
             .collect(),
         warnings: &outcome.warnings,
     };
-    serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
+    serde_json::to_writer_pretty(&mut *out, &report)?;
+    out.write_all(b"\n")
+}
+
+/// A JSON array written as its items are read, from rows kept on disk;
+/// written once.
+struct Streamed<I>(std::cell::RefCell<Option<I>>);
+
+impl<I> Streamed<I> {
+    fn new(items: I) -> Streamed<I> {
+        Streamed(std::cell::RefCell::new(Some(items)))
+    }
+}
+
+impl<I, T> serde::Serialize for Streamed<I>
+where
+    I: Iterator<Item = io::Result<T>>,
+    T: serde::Serialize,
+{
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let items = self.0.borrow_mut().take();
+        let items = items.ok_or_else(|| S::Error::custom("a stream written twice"))?;
+        let mut seq = serializer.serialize_seq(None)?;
+        for item in items {
+            seq.serialize_element(&item.map_err(S::Error::custom)?)?;
+        }
+        seq.end()
+    }
 }
 
 /// A bar on standard error, redrawn as the objects of the input are done:
@@ -358,49 +391,56 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::Rows;
+
+    /// What a report writes, as text.
+    fn text(write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> String {
+        let mut out = Vec::new();
+        write(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
 
     /// A row judged as an audit says so in every output, and a row that
     /// is not says nothing of it.
     #[test]
     fn an_audited_row_says_so_everywhere() {
-        let outcome = |audited: bool| Outcome {
-            rows: vec![Row {
-                object: "Pod shop/stored".to_string(),
-                derived_from: Vec::new(),
-                source: Source {
-                    file: "dump.yaml".to_string(),
-                    line: 9,
-                    item: Some(0),
-                },
-                accepted: false,
-                message: Some("lacks required annotations".to_string()),
-                annotations: Vec::new(),
-                audited,
-            }],
+        let row = |audited: bool, accepted: bool| Row {
+            object: "Pod shop/stored".to_string(),
+            derived_from: Vec::new(),
+            source: Source {
+                file: "dump.yaml".to_string(),
+                line: 9,
+                item: Some(0),
+            },
+            accepted,
+            message: (!accepted).then(|| "lacks required annotations".to_string()),
+            annotations: Vec::new(),
+            audited,
+        };
+        let make = |audited: bool, accepted: bool| Outcome {
+            rows: Rows::from(vec![row(audited, accepted)]),
             audited: usize::from(audited),
             ..Outcome::default()
         };
         for audited in [true, false] {
-            let outcome = outcome(audited);
+            let outcome = make(audited, false);
             let outputs = [
-                table::table_for(&outcome, "protect", false, Some(100), false),
-                github(&outcome, "protect"),
-                junit(&outcome, "p"),
-                sarif(&outcome, "protect", "p"),
+                text(|out| table::table_for(&outcome, "protect", false, Some(100), false, out)),
+                text(|out| github(&outcome, "protect", out)),
+                text(|out| junit(&outcome, "p", out)),
+                text(|out| sarif(&outcome, "protect", "p", out)),
             ];
             for output in outputs {
                 assert_eq!(output.contains("as an audit"), audited, "{output}");
             }
             let report: serde_json::Value =
-                serde_json::from_str(&json(&outcome, "protect", false)).unwrap();
+                serde_json::from_str(&text(|out| json(&outcome, "protect", false, out))).unwrap();
             assert_eq!(report["results"][0]["audit"], audited);
             // An accepted row, in the outputs that show accepted rows.
-            let mut accepted = outcome;
-            accepted.rows[0].accepted = true;
-            accepted.rows[0].message = None;
+            let accepted = make(audited, true);
             for output in [
-                table::table_for(&accepted, "protect", false, Some(100), false),
-                junit(&accepted, "p"),
+                text(|out| table::table_for(&accepted, "protect", false, Some(100), false, out)),
+                text(|out| junit(&accepted, "p", out)),
             ] {
                 assert_eq!(output.contains("as an audit"), audited, "{output}");
             }

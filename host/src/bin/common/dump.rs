@@ -1,70 +1,88 @@
 //! The cluster dump the benches judge, made up: `check-bench` and
 //! `peer-bench` include this file.
 
+use std::io::{self, Write};
+
 use serde_json::{Value, json};
 
 /// A cluster's worth of objects, in the proportions of a small production
 /// cluster: per application a Deployment, its ReplicaSets and Pods, a
 /// Service, ConfigMaps and a Secret; now and then a StatefulSet, DaemonSet
-/// or CronJob.
-fn items(objects: usize) -> Vec<Value> {
-    let mut items = Vec::with_capacity(objects);
-    let mut app = 0;
-    while items.len() < objects {
-        let namespace = format!("team-{:02}", app % 40);
-        let name = format!("app-{app:04}");
-        let mut group = vec![
-            deployment(&namespace, &name),
-            replicaset(&namespace, &name, "5d8f6b7c9d", 3),
-            replicaset(&namespace, &name, "7c9b5d8f64", 0),
-            pod(&namespace, &name, "5d8f6b7c9d", "x7k2p"),
-            pod(&namespace, &name, "5d8f6b7c9d", "q4m8w"),
-            pod(&namespace, &name, "5d8f6b7c9d", "h2z9n"),
-            plain(
-                &namespace,
-                &name,
-                "Service",
-                json!({"ports": [{"port": 80, "targetPort": 8080}]}),
-            ),
-            plain(
-                &namespace,
-                &format!("{name}-config"),
-                "ConfigMap",
-                json!(null),
-            ),
-            plain(&namespace, &format!("{name}-env"), "ConfigMap", json!(null)),
-            plain(&namespace, &format!("{name}-token"), "Secret", json!(null)),
-        ];
-        match app % 10 {
-            3 => group.push(workload(&namespace, &name, "StatefulSet", "apps/v1")),
-            5 => group.push(workload(&namespace, &name, "DaemonSet", "apps/v1")),
-            7 => group.push(cronjob(&namespace, &name)),
-            _ => {}
-        }
-        items.extend(group);
-        app += 1;
-    }
-    items.truncate(objects);
-    items
+/// or CronJob. Made an application at a time: a dump of a million objects
+/// is written without being held.
+fn items(objects: usize) -> impl Iterator<Item = Value> {
+    (0..)
+        .flat_map(|app: usize| {
+            let namespace = format!("team-{:02}", app % 40);
+            let name = format!("app-{app:04}");
+            let mut group = vec![
+                deployment(&namespace, &name),
+                replicaset(&namespace, &name, "5d8f6b7c9d", 3),
+                replicaset(&namespace, &name, "7c9b5d8f64", 0),
+                pod(&namespace, &name, "5d8f6b7c9d", "x7k2p"),
+                pod(&namespace, &name, "5d8f6b7c9d", "q4m8w"),
+                pod(&namespace, &name, "5d8f6b7c9d", "h2z9n"),
+                plain(
+                    &namespace,
+                    &name,
+                    "Service",
+                    json!({"ports": [{"port": 80, "targetPort": 8080}]}),
+                ),
+                plain(
+                    &namespace,
+                    &format!("{name}-config"),
+                    "ConfigMap",
+                    json!(null),
+                ),
+                plain(&namespace, &format!("{name}-env"), "ConfigMap", json!(null)),
+                plain(&namespace, &format!("{name}-token"), "Secret", json!(null)),
+            ];
+            match app % 10 {
+                3 => group.push(workload(&namespace, &name, "StatefulSet", "apps/v1")),
+                5 => group.push(workload(&namespace, &name, "DaemonSet", "apps/v1")),
+                7 => group.push(cronjob(&namespace, &name)),
+                _ => {}
+            }
+            group
+        })
+        .take(objects)
 }
 
-/// The objects as `kubectl get -A -o yaml` writes them: one `List`.
+/// The objects as `kubectl get -A -o yaml` writes them: one `List`, each
+/// item written as YAML writes an entry of a block sequence.
 #[allow(dead_code)] // peer-bench's peers cannot read a List.
-pub fn list(objects: usize) -> String {
-    let list = json!({"apiVersion": "v1", "kind": "List", "items": items(objects), "metadata": {"resourceVersion": ""}});
-    yaml_serde::to_string(&list).expect("YAML")
+pub fn write_list(objects: usize, out: &mut impl Write) -> io::Result<()> {
+    out.write_all(b"apiVersion: v1\nitems:\n")?;
+    for item in items(objects) {
+        let text = yaml_serde::to_string(&item).map_err(io::Error::other)?;
+        for (index, line) in text.lines().enumerate() {
+            let lead = if index == 0 { "- " } else { "  " };
+            writeln!(out, "{lead}{line}")?;
+        }
+    }
+    out.write_all(b"kind: List\nmetadata:\n  resourceVersion: ''\n")
 }
 
 /// The same objects as a stream of documents, one an object, for the tools
 /// that cannot read a `List`.
 #[allow(dead_code)] // check-bench reads the List only.
-pub fn stream(objects: usize) -> String {
-    let mut text = String::new();
+pub fn write_stream(objects: usize, out: &mut impl Write) -> io::Result<()> {
     for item in items(objects) {
-        text.push_str("---\n");
-        text.push_str(&yaml_serde::to_string(&item).expect("YAML"));
+        out.write_all(b"---\n")?;
+        yaml_serde::to_writer(&mut *out, &item).map_err(io::Error::other)?;
     }
-    text
+    Ok(())
+}
+
+/// A dump written to `path` by `write`, through a buffer.
+#[allow(dead_code)]
+pub fn write_file(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut io::BufWriter<std::fs::File>) -> io::Result<()>,
+) -> Result<(), String> {
+    let failed = |e: io::Error| format!("{}: {e}", path.display());
+    let mut out = io::BufWriter::new(std::fs::File::create(path).map_err(failed)?);
+    write(&mut out).and_then(|()| out.flush()).map_err(failed)
 }
 
 fn metadata(namespace: &str, name: &str, annotations: Value) -> Value {

@@ -6,9 +6,11 @@
 //! result of a rule of its own. Built with `serde-sarif`, whose types follow
 //! the SARIF schema.
 
+use std::io::{self, Write};
+
 use serde_sarif::sarif::{
     ArtifactLocation, Location, Message, MultiformatMessageString, PhysicalLocation, Region,
-    ReportingDescriptor, Result as SarifResult, ResultLevel, Run, Sarif, Tool, ToolComponent,
+    ReportingDescriptor, Result as SarifResult, ResultLevel, Run, Tool, ToolComponent,
 };
 
 use super::super::Outcome;
@@ -20,29 +22,34 @@ const UNUSABLE: &str = "unusable-input";
 /// Where SARIF tools resolve relative paths: the repository's root.
 const SOURCE_ROOT: &str = "%SRCROOT%";
 
-pub fn sarif(outcome: &Outcome, mode: &str, policy: &str) -> String {
+pub fn sarif(outcome: &Outcome, mode: &str, policy: &str, out: &mut dyn Write) -> io::Result<()> {
     let rejection = match mode {
         "monitor" => ResultLevel::Warning,
         _ => ResultLevel::Error,
     };
-    let mut results = Vec::new();
-    for row in outcome.rows.iter().filter(|row| !row.accepted) {
-        let made = match (row.derived_from.is_empty(), row.audited) {
-            (true, false) => String::new(),
-            (true, true) => " (judged as an audit)".to_string(),
-            (false, _) => format!(" (made from {})", row.derived_from.join(" → ")),
-        };
-        let text = format!("{}{made}: {}", row.object, super::without_subject(row));
-        results.push(result(policy, rejection, text, &row.source));
-    }
-    for unusable in &outcome.unusable {
-        results.push(result(
+    let rejected = outcome
+        .rows
+        .iter()
+        .filter(|row| !row.as_ref().is_ok_and(|row| row.accepted))
+        .map(move |row| {
+            row.map(|row| {
+                let made = match (row.derived_from.is_empty(), row.audited) {
+                    (true, false) => String::new(),
+                    (true, true) => " (judged as an audit)".to_string(),
+                    (false, _) => format!(" (made from {})", row.derived_from.join(" → ")),
+                };
+                let text = format!("{}{made}: {}", row.object, super::without_subject(&row));
+                result(policy, rejection, text, &row.source)
+            })
+        });
+    let unusable = outcome.unusable.iter().map(|unusable| {
+        Ok(result(
             UNUSABLE,
             ResultLevel::Error,
             unusable.reason.clone(),
             &unusable.source,
-        ));
-    }
+        ))
+    });
     let rules = vec![
         rule(
             policy,
@@ -59,16 +66,55 @@ pub fn sarif(outcome: &Outcome, mode: &str, policy: &str) -> String {
         .information_uri("https://github.com/annotations-policy/annotations-policy")
         .rules(rules)
         .build();
+    // The run without its results, which are written as they are read
+    // back (a dump's are hundreds of megabytes); each result is still
+    // serde-sarif's, held to the schema by its types.
     let run = Run::builder()
         .tool(Tool::builder().driver(driver).build())
-        .results(results)
         .build();
-    let log = Sarif::builder()
-        .schema("https://json.schemastore.org/sarif-2.1.0.json")
-        .version(serde_json::json!("2.1.0"))
-        .runs(vec![run])
-        .build();
-    serde_json::to_string_pretty(&log).unwrap_or_default() + "\n"
+    let serde_json::Value::Object(run) = serde_json::to_value(&run)? else {
+        return Err(io::Error::other("a SARIF run is not a JSON object"));
+    };
+    let log = Log {
+        schema: "https://json.schemastore.org/sarif-2.1.0.json",
+        version: "2.1.0",
+        runs: [StreamedRun {
+            run,
+            results: super::Streamed::new(rejected.chain(unusable)),
+        }],
+    };
+    serde_json::to_writer_pretty(&mut *out, &log)?;
+    out.write_all(b"\n")
+}
+
+/// SARIF's log: its schema, its version, its one run.
+#[derive(serde::Serialize)]
+struct Log<R> {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    version: &'static str,
+    runs: [R; 1],
+}
+
+/// A run: its fields but the results, then the results as they come.
+struct StreamedRun<I> {
+    run: serde_json::Map<String, serde_json::Value>,
+    results: super::Streamed<I>,
+}
+
+impl<I> serde::Serialize for StreamedRun<I>
+where
+    I: Iterator<Item = io::Result<SarifResult>>,
+{
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in &self.run {
+            map.serialize_entry(key, value)?;
+        }
+        map.serialize_entry("results", &self.results)?;
+        map.end()
+    }
 }
 
 fn rule(id: &str, description: &str) -> ReportingDescriptor {

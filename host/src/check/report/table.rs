@@ -2,8 +2,7 @@
 //! to the terminal, then what could not be used, the warnings and the
 //! summary line.
 
-use std::fmt::Write as _;
-use std::io::IsTerminal;
+use std::io::{self, IsTerminal, Write};
 
 use super::super::{Outcome, Row};
 use super::{MONITOR, shown, summary, without_subject};
@@ -14,9 +13,14 @@ use super::{MONITOR, shown, summary, without_subject};
 /// and the summary. It fits the terminal (or else `COLUMNS`, or else 120
 /// columns): long cells wrap inside their column, so the verdict stays in
 /// view. Coloured on a terminal, unless `NO_COLOR` is set.
-pub fn table(outcome: &Outcome, mode: &str, only_rejected: bool) -> String {
+pub fn table(
+    outcome: &Outcome,
+    mode: &str,
+    only_rejected: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let (width, colour) = fitted();
-    table_for(outcome, mode, only_rejected, Some(width), colour)
+    table_for(outcome, mode, only_rejected, Some(width), colour, out)
 }
 
 /// The width a table is fitted to (the terminal's, or else `COLUMNS`, or
@@ -48,40 +52,63 @@ pub fn table_for(
     only_rejected: bool,
     width: Option<u16>,
     colour: bool,
-) -> String {
+    out: &mut dyn Write,
+) -> io::Result<()> {
     use comfy_table::{Cell, Color, ContentArrangement, Table, presets};
-    let rows: Vec<&Row> = shown(outcome, only_rejected).collect();
-    let mut out = String::new();
-    let mut start = 0;
-    while start < rows.len() {
-        let file = &rows[start].source.file;
-        let end = rows[start..]
-            .iter()
-            .position(|row| &row.source.file != file)
-            .map_or(rows.len(), |n| start + n);
+    // The rows are read twice: once for each file's layout, at widths
+    // fixed for the whole file so that its columns line up, then to print
+    // them. A file of a cluster dump has rows by the hundred thousand: its
+    // table is made in parts, and only a part's rows are held.
+    let mut layouts = Vec::new();
+    let mut widths: Option<(String, Widths)> = None;
+    for row in shown(outcome, only_rejected) {
+        let row = row?;
+        match &mut widths {
+            Some((file, widths)) if *file == row.source.file => widths.add(&row),
+            _ => {
+                layouts.extend(widths.take().map(|(_, widths)| widths.layout(width)));
+                let mut first = Widths::default();
+                first.add(&row);
+                widths = Some((row.source.file.clone(), first));
+            }
+        }
+    }
+    layouts.extend(widths.map(|(_, widths)| widths.layout(width)));
+    let mut layouts = layouts.into_iter();
+    let mut rows = shown(outcome, only_rejected).peekable();
+    while let Some(first) = rows.next() {
+        let first = first?;
+        let file = first.source.file.clone();
+        let layout = layouts
+            .next()
+            .ok_or_else(|| io::Error::other("the verdicts changed while they were read"))?;
         let heading = match file.as_str() {
             "-" => "standard input",
             file => file,
         };
-        let _ = writeln!(out, "{heading}");
-        let file_rows = &rows[start..end];
-        // A file of a cluster dump has rows by the hundred thousand: its
-        // table is made in parts, at widths fixed for the whole file so
-        // that the columns line up, and only a part's cells are held.
-        let layout = Layout::of(file_rows, width);
-        for (part, part_rows) in file_rows.chunks(PART).enumerate() {
+        writeln!(out, "{heading}")?;
+        let mut part = vec![first];
+        let mut parts = 0;
+        loop {
+            let same_file = rows
+                .peek()
+                .is_some_and(|row| row.as_ref().map_or(true, |row| row.source.file == file));
+            if same_file && part.len() < PART {
+                part.push(rows.next().expect("peeked")?);
+                continue;
+            }
             let mut table = Table::new();
             table
                 .load_style(presets::NOTHING)
                 .set_content_arrangement(ContentArrangement::Disabled);
-            if part == 0 {
+            if parts == 0 {
                 table.set_header(layout.header());
             }
             match colour {
                 true => table.enforce_styling(),
                 false => table.force_no_tty(),
             };
-            for row in part_rows {
+            for row in &part {
                 let colour = match row.accepted {
                     true => Color::Green,
                     false => Color::Red,
@@ -104,44 +131,48 @@ pub fn table_for(
             let fixed = layout.fixed().into_iter().map(|w| Absolute(Fixed(w + 2)));
             table.set_constraints(fixed);
             for line in table.lines() {
-                let _ = writeln!(out, "{}", line.trim_end());
+                writeln!(out, "{}", line.trim_end())?;
+            }
+            parts += 1;
+            part.clear();
+            if !same_file {
+                break;
             }
         }
-        out.push('\n');
-        start = end;
+        writeln!(out)?;
     }
     // The lines under the tables wrap to the same width, their
     // continuations indented.
     // Only at spaces: a path, a command or a name is never cut (at its
     // hyphens, say), and one longer than the line has a line of its own.
-    let mut said = |text: String| match width {
-        Some(width) => {
-            let options = textwrap::Options::new(usize::from(width))
-                .subsequent_indent("  ")
-                .word_splitter(textwrap::WordSplitter::NoHyphenation)
-                .break_words(false);
-            for line in textwrap::wrap(&text, options) {
-                let _ = writeln!(out, "{line}");
+    let mut said = |text: String| -> io::Result<()> {
+        match width {
+            Some(width) => {
+                let options = textwrap::Options::new(usize::from(width))
+                    .subsequent_indent("  ")
+                    .word_splitter(textwrap::WordSplitter::NoHyphenation)
+                    .break_words(false);
+                for line in textwrap::wrap(&text, options) {
+                    writeln!(out, "{line}")?;
+                }
+                Ok(())
             }
-        }
-        None => {
-            let _ = writeln!(out, "{text}");
+            None => writeln!(out, "{text}"),
         }
     };
     for unusable in &outcome.unusable {
-        said(format!("{}: {}", unusable.source, unusable.reason));
+        said(format!("{}: {}", unusable.source, unusable.reason))?;
     }
     for note in &outcome.notes {
-        said(format!("note: {}: {}", note.source, note.text));
+        said(format!("note: {}: {}", note.source, note.text))?;
     }
     for warning in &outcome.warnings {
-        said(format!("warning: {warning}"));
+        said(format!("warning: {warning}"))?;
     }
     if mode == "monitor" && outcome.rejected() > 0 {
-        said(format!("note: {MONITOR}"));
+        said(format!("note: {MONITOR}"))?;
     }
-    said(summary(outcome));
-    out
+    said(summary(outcome))
 }
 
 /// Under an object judged as an audit.
@@ -175,6 +206,43 @@ fn cells(row: &Row) -> [String; 4] {
     ]
 }
 
+/// The widths of a file's cells so far, as its rows are read: the widest
+/// line and the longest word of each column.
+#[derive(Debug, Clone, Copy)]
+struct Widths {
+    widest: [usize; 4],
+    longest_word: [usize; 4],
+}
+
+impl Default for Widths {
+    fn default() -> Widths {
+        Widths {
+            widest: Layout::HEADER.map(textwrap::core::display_width),
+            longest_word: [0; 4],
+        }
+    }
+}
+
+impl Widths {
+    fn add(&mut self, row: &Row) {
+        use textwrap::core::display_width;
+        for (column, cell) in cells(row).iter().enumerate() {
+            for line in cell.lines() {
+                self.widest[column] = self.widest[column].max(display_width(line));
+                let word = line.split_whitespace().map(display_width).max();
+                // A continuation of the object's chain is indented.
+                let indent = usize::from(line.starts_with(' ')) * 2;
+                self.longest_word[column] =
+                    self.longest_word[column].max(word.unwrap_or(0) + indent);
+            }
+        }
+    }
+
+    fn layout(self, width: Option<u16>) -> Layout {
+        Layout::of(&self, width)
+    }
+}
+
 /// How one file's table is laid out, as widths of content (padding
 /// aside). Cells wrap at spaces only (textwrap): a name, a path or a
 /// command is never cut. When the longest words of the object and the
@@ -199,21 +267,11 @@ enum Layout {
 impl Layout {
     const HEADER: [&str; 4] = ["LINE", "OBJECT", "VERDICT", "MESSAGE"];
 
-    fn of(rows: &[&Row], width: Option<u16>) -> Layout {
-        use textwrap::core::display_width;
-        let mut widest = Self::HEADER.map(display_width);
-        let mut longest_word = [0; 4];
-        for row in rows {
-            for (column, cell) in cells(row).iter().enumerate() {
-                for line in cell.lines() {
-                    widest[column] = widest[column].max(display_width(line));
-                    let word = line.split_whitespace().map(display_width).max();
-                    // A continuation of the object's chain is indented.
-                    let indent = usize::from(line.starts_with(' ')) * 2;
-                    longest_word[column] = longest_word[column].max(word.unwrap_or(0) + indent);
-                }
-            }
-        }
+    fn of(widths: &Widths, width: Option<u16>) -> Layout {
+        let Widths {
+            widest,
+            longest_word,
+        } = *widths;
         let [line, object, verdict, message] = widest;
         let columns = |object, message| Layout::Columns {
             line,
@@ -317,7 +375,21 @@ fn wrap(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::Rows;
     use crate::check::manifests::Source;
+
+    /// The table as text.
+    fn table_for(
+        outcome: &Outcome,
+        mode: &str,
+        only_rejected: bool,
+        width: Option<u16>,
+        colour: bool,
+    ) -> String {
+        let mut out = Vec::new();
+        super::table_for(outcome, mode, only_rejected, width, colour, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
 
     fn outcome() -> Outcome {
         let row = |file: &str, object: &str, from: &[&str], accepted: bool, message: &str| Row {
@@ -335,7 +407,7 @@ mod tests {
         };
         let long = "carries annotations outside the allowed list \"example.com/*\"; remove \"deployment.kubernetes.io/desired-replicas\", \"deployment.kubernetes.io/max-replicas\", \"deployment.kubernetes.io/revision\"";
         Outcome {
-            rows: vec![
+            rows: Rows::from(vec![
                 row("deploy/a.yaml", "Deployment shop/web", &[], true, ""),
                 row(
                     "deploy/a.yaml",
@@ -351,7 +423,7 @@ mod tests {
                     true,
                     "",
                 ),
-            ],
+            ]),
             warnings: vec![
                 "names ending in `x7k2p` are illustrative: the API server ends each name made from a `generateName` with five random characters of its own".to_string(),
             ],
@@ -366,14 +438,17 @@ mod tests {
     #[test]
     fn the_table_fits_its_width_and_cuts_no_word() {
         let mut long = outcome();
-        long.rows.push(Row {
+        let mut rows = long.rows.to_vec();
+        rows.push(Row {
             object: format!("Deployment kube-system/{}", "metrics-server-".repeat(5)),
-            ..long.rows[0].clone()
+            ..rows[0].clone()
         });
+        long.rows = Rows::from(rows);
         let words_of =
             |text: &str| -> Vec<String> { text.split_whitespace().map(str::to_string).collect() };
         let expected: Vec<String> = long
             .rows
+            .to_vec()
             .iter()
             .flat_map(|row| {
                 let [_, object, _, message] = cells(row);
@@ -485,8 +560,8 @@ mod tests {
     #[test]
     fn a_long_table_is_made_in_parts_that_line_up() {
         let mut outcome = outcome();
-        let template = outcome.rows[1].clone();
-        outcome.rows = (0..2 * PART + 17)
+        let template = outcome.rows.to_vec()[1].clone();
+        let rows: Vec<Row> = (0..2 * PART + 17)
             .map(|i| {
                 let mut row = template.clone();
                 row.object = format!("ReplicaSet shop/web-{}", "x".repeat(i % 13));
@@ -495,6 +570,7 @@ mod tests {
                 row
             })
             .collect();
+        outcome.rows = Rows::from(rows);
         for width in [Some(80), Some(100), None] {
             let text = table_for(&outcome, "protect", false, width, false);
             assert_eq!(text.matches("LINE").count(), 1);
