@@ -38,7 +38,7 @@ BENCH_MODULES ?= policy.wasm
 BENCH_ARGS ?=
 .PHONY: bench
 bench: policy.wasm
-	cargo run -q --profile bench -p policy-host --bin policy-bench -- $(BENCH_ARGS) $(BENCH_MODULES)
+	cargo run -q --profile bench -p policy-benches --bin policy-bench -- $(BENCH_ARGS) $(BENCH_MODULES)
 
 # `policy-runner check` beside Kyverno's CLI, Gatekeeper's gator and
 # conftest on the same inputs (docs/performance.md). scripts/peers installs
@@ -48,7 +48,8 @@ PEER_ARGS ?=
 .PHONY: bench-peers
 bench-peers: policy.wasm
 	scripts/peers
-	cargo build -q --profile bench -p policy-host --bin policy-runner --bin peer-bench
+	cargo build -q --profile bench -p policy-host --bin policy-runner
+	cargo build -q --profile bench -p policy-benches --bin peer-bench
 	target/release/peer-bench $(PEER_ARGS)
 
 # A short run of every fuzz target (FUZZ_SECONDS each), so that they keep
@@ -116,7 +117,7 @@ test: prerequisites
 	@# workspace's features; `make runner` alone would rebuild wasmtime.
 	bats e2e.bats
 
-# A real control plane (Go): see the README's "Building and testing".
+# A real control plane (Go): see docs/contributing.md, "The cluster tests (Go)".
 .PHONY: cluster
 cluster:
 	cluster/run

@@ -184,13 +184,18 @@ group_manifest() {
   [[ "${lines[1]}" == "required: "*'"allowed":true'* ]]
 }
 
-# The README's recommended settings for workloads: an owner required (in
+# The README's recommended settings for workloads, from the list the cluster
+# tests register (cluster/harness/recommended.json): an owner required (in
 # every namespace but kube-system), an allowlist of the user's own prefix
 # (with Helm's two keys for a Helm release), a denylist.
-OWNER_REQUIRED='{"criteria":"containsAllOf","values":["example.com/owner"]}'
-ALLOWLIST='{"criteria":"doesNotContainOtherThan","values":["example.com/*"]}'
-HELM_ALLOWLIST='{"criteria":"doesNotContainOtherThan","values":["example.com/*","meta.helm.sh/release-name","meta.helm.sh/release-namespace"]}'
-DENYLIST='{"criteria":"doesNotContainAnyOf","values":["example.com/debug","example.com/skip-*"]}'
+recommended() {
+  jq -ce --arg id "$1" '.[] | select(.id == $id) | .settings' \
+    "$BATS_TEST_DIRNAME/cluster/harness/recommended.json"
+}
+OWNER_REQUIRED=$(recommended owner-required)
+ALLOWLIST=$(recommended allowlist)
+HELM_ALLOWLIST=$(jq -c '.values += ["meta.helm.sh/release-name", "meta.helm.sh/release-namespace"]' <<<"$ALLOWLIST")
+DENYLIST=$(recommended denylist)
 
 # What real API servers sent the policy (test_data/cluster/recorded/, written
 # by cluster/run), replayed: each verdict as the cluster gave it.
@@ -219,7 +224,7 @@ DENYLIST='{"criteria":"doesNotContainAnyOf","values":["example.com/debug","examp
 
 # The requests written by hand for what no recording holds (tests/cluster.rs
 # says why for each): Helm's, a finished Job's Pod, the control plane's own
-# mirror Pod in kube-system, which the README's policy leaves out.
+# mirror Pod in kube-system, which the example policy leaves out.
 @test "the requests written by hand, accepted under the recommended settings" {
   for request in test_data/cluster/*.json; do
     all=("$DENYLIST")
@@ -257,7 +262,7 @@ recorded_where() {
   return 1
 }
 
-JUDGED='{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowKubernetesBookkeeping":false}'
+JUDGED=$(jq -c '.allowKubernetesBookkeeping = false' <<<"$ALLOWLIST")
 
 @test "allowKubernetesBookkeeping: false rejects the deployment controller's ReplicaSet, naming its keys" {
   policy $R/replicaset-create-deployment-controller.json --settings-json "$JUDGED"
@@ -287,7 +292,7 @@ JUDGED='{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowK
   accepted
   policy $R/pod-update-kubernetes-admin.json --settings-json "$ALLOWLIST"
   accepted
-  policy $R/pod-update-kubernetes-admin.json --settings-json '{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowExistingViolations":false}'
+  policy $R/pod-update-kubernetes-admin.json --settings-json "$(jq -c '.allowExistingViolations = false' <<<"$ALLOWLIST")"
   accepted
   policy $R/pod-create-node.json --settings-json "$JUDGED"
   rejected_with 'remove \"kubernetes.io/config.hash\", \"kubernetes.io/config.mirror\", \"kubernetes.io/config.seen\", \"kubernetes.io/config.source\"'
@@ -344,7 +349,7 @@ audit_review() {
   legacy=$(recorded_where '.kind.kind == "ReplicaSet" and .operation == "UPDATE" and .object.metadata.annotations["example.com/owner"] == null')
   policy "$legacy" --settings-json "$OWNER_REQUIRED"
   accepted
-  policy "$legacy" --settings-json '{"criteria":"containsAllOf","values":["example.com/owner"],"allowExistingViolations":false}'
+  policy "$legacy" --settings-json "$(jq -c '.allowExistingViolations = false' <<<"$OWNER_REQUIRED")"
   rejected_with 'lacks required annotations; add \"example.com/owner\"'
 }
 
@@ -653,10 +658,11 @@ owner_suite() {
   entry=$(sed -n '/^- id: annotations-policy-check$/,/^- id:/s/^  entry: //p' .pre-commit-hooks.yaml)
   [ "$entry" = "policy-runner check" ]
   PATH="$(dirname "$runner"):$PATH" run --separate-stderr $entry "$POLICY" --policy examples/cluster-admission-policy.yaml \
-    examples/manifests/web.yaml README.md
+    examples/manifests/web.yaml .pre-commit-hooks.yaml
   [ "$status" -eq 1 ]
   [[ "$output" == *'lacks required annotations; add "example.com/owner"'* ]]
-  [[ "$output" == *"1 rejected"* ]]
+  [[ "$output" == *"note: .pre-commit-hooks.yaml:"*": not a Kubernetes object"* ]]
+  [[ "$output" == *"1 rejected, 1 skipped"* ]]
 }
 
 # The test hook passes no file name (pass_filenames: false): its entry and

@@ -37,30 +37,79 @@ pub enum Writer {
     AppArmorField,
 }
 
-/// A controller whose keys count only where it could have written them:
-/// in its own requests, and in an audit on the objects it makes.
+/// A controller of kube-controller-manager that makes objects from the
+/// objects it owns. The policy needs only the job controller's, whose keys
+/// count only where it could have written them: in its own requests, and in
+/// an audit on the objects it makes. `check` (host) derives what each makes
+/// and sends it as the controller does, from `CONTROLLERS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Controller {
     /// The service account it acts as in `kube-system`
     /// (kube-controller-manager's `--use-service-account-credentials`,
-    /// kubeadm's default).
+    /// kubeadm's default; the names of Kubernetes' bootstrap RBAC policy,
+    /// `plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go`).
     pub account: &'static str,
     /// The kind whose objects it runs, which controls what it makes.
     pub owner: Kind,
-    /// The kind of object it writes its keys on.
-    pub makes: &'static str,
+    /// The kinds of object it makes from one it owns, and writes its keys
+    /// on.
+    pub makes: &'static [&'static str],
 }
 
+pub const DEPLOYMENT_CONTROLLER: Controller = controller(
+    "deployment-controller",
+    "apps",
+    "Deployment",
+    &["ReplicaSet"],
+);
+pub const REPLICASET_CONTROLLER: Controller =
+    controller("replicaset-controller", "apps", "ReplicaSet", &["Pod"]);
+pub const REPLICATION_CONTROLLER: Controller = controller(
+    "replication-controller",
+    "",
+    "ReplicationController",
+    &["Pod"],
+);
+pub const DAEMON_SET_CONTROLLER: Controller =
+    controller("daemon-set-controller", "apps", "DaemonSet", &["Pod"]);
+/// A Pod's claims (its `volumeClaimTemplates`), then the Pod.
+pub const STATEFULSET_CONTROLLER: Controller = controller(
+    "statefulset-controller",
+    "apps",
+    "StatefulSet",
+    &["PersistentVolumeClaim", "Pod"],
+);
 /// The job controller: a Job's Pods (`pkg/controller/job`), each made with
 /// the Job as its controller owner.
-pub const JOB_CONTROLLER: Controller = Controller {
-    account: "job-controller",
-    owner: Kind {
-        group: "batch",
-        kind: "Job",
-    },
-    makes: "Pod",
-};
+pub const JOB_CONTROLLER: Controller = controller("job-controller", "batch", "Job", &["Pod"]);
+pub const CRONJOB_CONTROLLER: Controller =
+    controller("cronjob-controller", "batch", "CronJob", &["Job"]);
+
+/// Every controller whose objects `check` derives, one row each: the one
+/// table of who each is and what it makes, which host's `CONTROLLERS`
+/// follows row by row.
+pub const CONTROLLERS: [Controller; 7] = [
+    DEPLOYMENT_CONTROLLER,
+    REPLICASET_CONTROLLER,
+    REPLICATION_CONTROLLER,
+    DAEMON_SET_CONTROLLER,
+    STATEFULSET_CONTROLLER,
+    JOB_CONTROLLER,
+    CRONJOB_CONTROLLER,
+];
+
+const fn controller(
+    account: &'static str,
+    group: &'static str,
+    kind: &'static str,
+    makes: &'static [&'static str],
+) -> Controller {
+    Controller {
+        account,
+        owner: Kind { group, kind },
+        makes,
+    }
+}
 
 /// One key, or a prefix when it ends in `*` (the only place a star may
 /// stand), and its writer.
@@ -332,6 +381,23 @@ mod tests {
                 assert!(!overlap, "{a} and {b}");
             }
         }
+    }
+
+    /// One row a controller, and one controller a kind it owns: `check`
+    /// finds a row by the kind of the object.
+    #[test]
+    fn each_controller_has_one_row() {
+        let distinct = |names: Vec<&str>| {
+            names
+                .iter()
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+        };
+        let accounts = CONTROLLERS.map(|c| c.account).to_vec();
+        let owners = CONTROLLERS.map(|c| c.owner.kind).to_vec();
+        assert_eq!(distinct(accounts), CONTROLLERS.len());
+        assert_eq!(distinct(owners), CONTROLLERS.len());
+        assert!(CONTROLLERS.contains(&JOB_CONTROLLER));
     }
 
     /// What the components write, as the sources above spell it, with the

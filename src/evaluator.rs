@@ -102,44 +102,48 @@ where
             let unlisted = sorted(unlisted.collect());
             (!unlisted.is_empty()).then_some(Violation::DoesNotContainOtherThan { unlisted })
         }
-        Criterion::ContainsAllOf | Criterion::DoesNotContainAllOf => {
-            let (exact, patterns) = (values.exact(), values.patterns());
-            // Exact names first, then patterns.
-            let mut present = vec![false; exact.len() + patterns.len()];
-            for key in keys {
-                if let Some(i) = values.exact_position(key) {
-                    present[i] = true;
-                }
-                for (p, pattern) in patterns.iter().enumerate() {
-                    let seen = &mut present[exact.len() + p];
-                    *seen = *seen || pattern.matches(key);
-                }
-            }
-            if criterion == Criterion::DoesNotContainAllOf {
-                present
-                    .iter()
-                    .all(|&p| p)
-                    .then_some(Violation::DoesNotContainAllOf)
-            } else {
-                let written = exact
-                    .iter()
-                    .map(String::as_str)
-                    .chain(patterns.iter().map(|p| p.as_str()));
-                let missing: Vec<&str> = written
-                    .zip(&present)
-                    .filter(|&(_, &p)| !p)
-                    .map(|(v, _)| v)
-                    .collect();
-                (!missing.is_empty()).then(|| Violation::ContainsAllOf {
-                    missing: sorted(missing),
-                })
-            }
+        Criterion::ContainsAllOf => {
+            let present = presence(values, keys);
+            let written = values
+                .exact()
+                .iter()
+                .map(String::as_str)
+                .chain(values.patterns().iter().map(|p| p.as_str()));
+            let missing: Vec<&str> = written
+                .zip(&present)
+                .filter(|&(_, &p)| !p)
+                .map(|(v, _)| v)
+                .collect();
+            (!missing.is_empty()).then(|| Violation::ContainsAllOf {
+                missing: sorted(missing),
+            })
         }
+        Criterion::DoesNotContainAllOf => presence(values, keys)
+            .iter()
+            .all(|&p| p)
+            .then_some(Violation::DoesNotContainAllOf),
     };
     match violation {
         Some(violation) => Verdict::Rejected(violation),
         None => Verdict::Accepted,
     }
+}
+
+/// Whether some key matches each value: the exact names first, in their
+/// order, then the patterns (the order `ContainsAllOf` names them in).
+fn presence<'k>(values: &Values, keys: impl Iterator<Item = &'k str>) -> Vec<bool> {
+    let (exact, patterns) = (values.exact(), values.patterns());
+    let mut present = vec![false; exact.len() + patterns.len()];
+    for key in keys {
+        if let Some(i) = values.exact_position(key) {
+            present[i] = true;
+        }
+        for (p, pattern) in patterns.iter().enumerate() {
+            let seen = &mut present[exact.len() + p];
+            *seen = *seen || pattern.matches(key);
+        }
+    }
+    present
 }
 
 fn sorted(mut names: Vec<&str>) -> Vec<&str> {

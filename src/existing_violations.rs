@@ -39,8 +39,8 @@ pub fn adds_nothing(new: &Violation, old: &Violation) -> bool {
     new.criterion() == old.criterion() && is_subset(faults(new), faults(old))
 }
 
-/// The update rule, criterion by criterion (the README's table under
-/// "Updates of objects that predate the policy"): what an update may keep from
+/// The update rule, criterion by criterion (the table under "Updates of
+/// objects that predate the policy" in docs/deploying.md): what an update may keep from
 /// its old object but not add. Each forbidden or unlisted key of the new
 /// object must have been on the old one, each value missing from it missing
 /// before. The other three criteria fail all or nothing and name no fault:

@@ -21,12 +21,19 @@ pub mod settings;
 pub mod test_support;
 pub mod values;
 
-use kubewarden_policy_sdk::protocol_version_guest;
-use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
+// The waPC glue is the module's alone (and its unit tests'): natively the
+// crate is a library of the policy's tables and decision, without the SDK.
+#[cfg(any(target_arch = "wasm32", test))]
+use kubewarden_policy_sdk::{
+    protocol_version_guest,
+    wapc_guest::{self as guest, CallResult},
+};
 
 use evaluator::Verdict;
+#[cfg(any(target_arch = "wasm32", test))]
 use settings::Settings;
 
+#[cfg(any(target_arch = "wasm32", test))]
 #[unsafe(no_mangle)]
 pub extern "C" fn wapc_init() {
     guest::register_function("validate", validate);
@@ -34,6 +41,7 @@ pub extern "C" fn wapc_init() {
     guest::register_function("protocol_version", protocol_version_guest);
 }
 
+#[cfg(any(target_arch = "wasm32", test))]
 fn validate(payload: &[u8]) -> CallResult {
     Ok(match decide(payload) {
         Ok(()) => response::accept(),
@@ -41,6 +49,7 @@ fn validate(payload: &[u8]) -> CallResult {
     })
 }
 
+#[cfg(any(target_arch = "wasm32", test))]
 fn validate_settings(payload: &[u8]) -> CallResult {
     Ok(match Settings::from_json(payload) {
         Ok(_) => response::settings_valid(),
@@ -288,12 +297,16 @@ mod tests {
                 "spec": {"nodeName": node},
             })
         };
-        let mut settings = serde_json::json!({"criteria": criterion.name(), "values": values});
+        use crate::settings::Field;
+        let mut settings = serde_json::json!({
+            (Field::Criteria.name()): criterion.name(),
+            (Field::Values.name()): values,
+        });
         if let Some(allow) = allow {
-            settings["allowExistingViolations"] = allow.into();
+            settings[Field::AllowExistingViolations.name()] = allow.into();
         }
         if let Some(allow) = allow_kubernetes {
-            settings["allowKubernetesBookkeeping"] = allow.into();
+            settings[Field::AllowKubernetesBookkeeping.name()] = allow.into();
         }
         let bookkeeping = match allow_kubernetes {
             Some(false) => Bookkeeping::Judged,
@@ -410,6 +423,54 @@ mod tests {
                 .as_str()
                 .unwrap()
                 .contains("invalid settings")
+        );
+    }
+
+    /// The message of an answer of `validate` or `validate_settings`.
+    fn message_of(answer: CallResult) -> String {
+        let answer: serde_json::Value = serde_json::from_slice(&answer.unwrap()).unwrap();
+        answer["message"].as_str().expect("a message").to_string()
+    }
+
+    /// Errors are held to the bound rejections are held to: settings whose
+    /// error runs past it (each invalid value abridged to a line, each with
+    /// the longest reason), whether validated or sent with a request, and a
+    /// request of megabytes that breaks off, are answered with a message
+    /// under 4 KiB that still says what is wrong.
+    #[test]
+    fn every_error_stays_under_the_bound() {
+        use message::MAX_MESSAGE;
+        let values: Vec<String> = (0..25)
+            .map(|i| format!("{i:02}{}/x", "-.".repeat(100)))
+            .collect();
+        let settings = serde_json::json!({"criteria": "containsAllOf", "values": values});
+        let whole = Settings::from_json(settings.to_string().as_bytes()).unwrap_err();
+        assert!(whole.len() >= MAX_MESSAGE, "{} bytes: no cut", whole.len());
+        let payload = payload(&settings.to_string(), r#"{"kind":"Pod"}"#);
+        for message in [
+            message_of(validate_settings(settings.to_string().as_bytes())),
+            message_of(validate(payload.as_bytes())),
+        ] {
+            assert!(message.len() < MAX_MESSAGE, "{} bytes", message.len());
+            assert!(
+                message.starts_with(
+                    "invalid settings: `values` holds invalid annotation names: \"00-.-."
+                ),
+                "{message}"
+            );
+            assert!(message.contains("the prefix must be a DNS subdomain"));
+            assert!(message.ends_with('…'), "{message}");
+        }
+        let keys: String = (0..100_000).map(|i| format!(r#""k{i}":"v","#)).collect();
+        let broken = format!(
+            r#"{{"settings":{REQUIRE_OWNER},"request":{{"object":{{"metadata":{{"annotations":{{{keys}"#
+        );
+        let message = message_of(validate(broken.as_bytes()));
+        assert!(message.len() < MAX_MESSAGE, "{} bytes", message.len());
+        assert!(message.starts_with("malformed request: "), "{message}");
+        assert!(
+            message.ends_with(&format!("at byte {}", broken.len())),
+            "{message}"
         );
     }
 }

@@ -5,8 +5,10 @@
 //! request: a list names at most `MAX_LISTED` entries (the first ones in
 //! sorted order) and then counts the rest, and a name longer than a line's
 //! worth is abridged in the middle (`quoting`). A message is shorter than
-//! `MAX_MESSAGE` bytes: the limits above keep it so (`messages_stay_short`),
-//! and `bounded` cuts whatever a later wording might let past them.
+//! `MAX_MESSAGE` bytes: the limits above keep a rejection so
+//! (`messages_stay_short`), and `bounded`, through which `response` writes
+//! every message (rejections, malformed requests, invalid settings), cuts
+//! whatever gets past them.
 
 use std::fmt::{self, Write as _};
 
@@ -15,7 +17,8 @@ use crate::quoting::{Abridged, QuotedAbridged};
 
 /// How many entries a list names before it counts the rest.
 pub const MAX_LISTED: usize = 20;
-/// Every message is shorter than this (`bounded` enforces it).
+/// Every message the module answers with is shorter than this (`bounded`
+/// enforces it).
 pub const MAX_MESSAGE: usize = 4096;
 
 /// The object a message speaks of, as far as the request names it.
@@ -79,8 +82,8 @@ where
             (self.show)(f, item)?;
         }
         match self.items.len().checked_sub(MAX_LISTED) {
-            Some(more) if more > 0 => write!(f, "{}… and {} more", self.separator, Count(more)),
-            _ => Ok(()),
+            None | Some(0) => Ok(()),
+            Some(more) => write!(f, "{}… and {} more", self.separator, Count(more)),
         }
     }
 }
@@ -182,22 +185,24 @@ pub fn rejection(subject: &Subject, values: &[String], violation: &Violation) ->
             names(unlisted)
         ),
     };
-    bounded(capitalise(out))
+    capitalise(out)
 }
 
-/// `message`, cut at a character boundary and ended with `…` if it would
-/// reach `MAX_MESSAGE` bytes.
-fn bounded(mut message: String) -> String {
+/// `message` as it is shown, in two parts to be written one after the
+/// other: the whole message and nothing when it is shorter than
+/// `MAX_MESSAGE` bytes, else its start, cut at a character boundary, and
+/// `…`, shorter than `MAX_MESSAGE` together. Parts rather than a new
+/// string, so that `response` writes a message without copying it.
+pub fn bounded(message: &str) -> (&str, &'static str) {
     const MORE: &str = "…";
-    if message.len() >= MAX_MESSAGE {
-        let mut end = MAX_MESSAGE - 1 - MORE.len();
-        while !message.is_char_boundary(end) {
-            end -= 1;
-        }
-        message.truncate(end);
-        message.push_str(MORE);
+    if message.len() < MAX_MESSAGE {
+        return (message, "");
     }
-    message
+    let mut end = MAX_MESSAGE - 1 - MORE.len();
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&message[..end], MORE)
 }
 
 fn capitalise(mut message: String) -> String {
@@ -421,11 +426,10 @@ mod tests {
                     Violation::DoesNotContainOtherThan { unlisted: keys }
                 }
             };
-            let message = rejection(&subject, &values, &violation);
-            proptest::prop_assert!(message.len() < MAX_MESSAGE, "{} bytes", message.len());
             // The wording's own limits keep it short: `bounded` never cuts
             // a message that today's wordings make.
-            proptest::prop_assert!(!message.ends_with('…'), "cut: {}", message);
+            let message = rejection(&subject, &values, &violation);
+            proptest::prop_assert!(message.len() < MAX_MESSAGE, "{} bytes", message.len());
         }
     }
 
@@ -434,7 +438,7 @@ mod tests {
         for filler in ["a", "é", "日", "🦀"] {
             for extra in 0..8 {
                 let long = "x".repeat(extra) + &filler.repeat(MAX_MESSAGE);
-                let cut = bounded(long.clone());
+                let cut = shown(&long);
                 assert!(cut.len() < MAX_MESSAGE, "{} bytes", cut.len());
                 assert!(cut.len() >= MAX_MESSAGE - 8, "{} bytes", cut.len());
                 assert!(cut.ends_with('…'));
@@ -442,14 +446,21 @@ mod tests {
                 assert!(long.starts_with(kept));
             }
         }
-        let short = "Pod \"a\" lacks required annotations".to_string();
-        assert_eq!(bounded(short.clone()), short);
+        let short = "Pod \"a\" lacks required annotations";
+        assert_eq!(bounded(short), (short, ""));
         let edge = "x".repeat(MAX_MESSAGE - 1);
         assert_eq!(
-            bounded(edge.clone()),
-            edge,
+            bounded(&edge),
+            (edge.as_str(), ""),
             "one byte under the limit stays whole"
         );
+        assert_eq!(shown(&"x".repeat(MAX_MESSAGE)).len(), MAX_MESSAGE - 1);
+    }
+
+    /// The message `bounded` shows.
+    fn shown(message: &str) -> String {
+        let (kept, more) = bounded(message);
+        format!("{kept}{more}")
     }
 
     #[test]

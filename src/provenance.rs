@@ -19,7 +19,7 @@ use crate::request;
 /// `kube-system` (with `--use-service-account-credentials`, kubeadm's
 /// default) or as the controller manager itself.
 const NODE: &str = "system:node:";
-const CONTROLLER_ACCOUNT: &str = "system:serviceaccount:kube-system:";
+pub const CONTROLLER_ACCOUNT: &str = "system:serviceaccount:kube-system:";
 const CONTROLLER_MANAGER: &str = "system:kube-controller-manager";
 
 /// One object of a request, and what the request says of who wrote it.
@@ -96,12 +96,13 @@ impl<'a> Request<'a> {
         self.read().sender.as_deref()
     }
 
-    /// What an audited object says of what made it, if it is of `kind`.
-    fn stored(&self, kind: &str) -> Option<&Stored<'a>> {
+    /// What an audited object says of what made it, if it is of one of
+    /// `kinds`.
+    fn stored(&self, kinds: &[&str]) -> Option<&Stored<'a>> {
         self.read()
             .stored
             .as_ref()
-            .filter(|_| self.kind == Some(kind))
+            .filter(|_| self.kind.is_some_and(|kind| kinds.contains(&kind)))
     }
 
     fn earlier_had(&self, key: &str) -> bool {
@@ -119,7 +120,7 @@ impl Provenance for Request<'_> {
             Writer::Node => {
                 self.sender().is_some_and(is_node)
                     || self.earlier_had(key)
-                    || self.stored("Pod").is_some_and(Stored::made_by_its_node)
+                    || self.stored(&["Pod"]).is_some_and(Stored::made_by_its_node)
             }
             Writer::Controller(controller) => {
                 self.sender()

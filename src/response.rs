@@ -5,7 +5,8 @@
 
 use std::fmt::Write as _;
 
-use crate::quoting::Quoted;
+use crate::message;
+use crate::quoting::Escaped;
 
 /// `{"accepted":true}`
 pub fn accept() -> Vec<u8> {
@@ -28,12 +29,15 @@ pub fn settings_invalid(message: &str) -> Vec<u8> {
 }
 
 /// `message` is quoted the way messages are everywhere: JSON's escapes,
-/// written straight into the answer (a rejection can list thousands of keys).
+/// written straight into the answer. Every message passes here, so here it
+/// is held to `message::bounded`, whatever made it: a rejection, a
+/// malformed request, invalid settings.
 fn with_message(head: &str, message: &str) -> Vec<u8> {
-    let mut out = String::with_capacity(head.len() + message.len() + 3);
+    let (kept, more) = message::bounded(message);
+    let mut out = String::with_capacity(head.len() + kept.len() + more.len() + 3);
     out.push_str(head);
     // Writing to a String cannot fail.
-    let _ = write!(out, "{}", Quoted(message));
+    let _ = write!(out, "\"{}{more}\"", Escaped(kept));
     out.push('}');
     out.into_bytes()
 }
@@ -60,9 +64,27 @@ mod tests {
         assert_eq!(invalid.message.as_deref(), Some("bad"));
     }
 
+    /// A message too long for `message::bounded` is cut in the answer, in
+    /// both answers alike.
+    #[test]
+    fn every_message_is_bounded() {
+        let long = format!("invalid settings: {}", "x".repeat(10_000));
+        let rejected: ValidationResponse = serde_json::from_slice(&reject(&long)).unwrap();
+        let invalid: SettingsValidationResponse =
+            serde_json::from_slice(&settings_invalid(&long)).unwrap();
+        for shown in [rejected.message.unwrap(), invalid.message.unwrap()] {
+            assert!(shown.len() < message::MAX_MESSAGE, "{}", shown.len());
+            let kept = shown.strip_suffix('…').expect("cut");
+            assert!(long.starts_with(kept));
+        }
+    }
+
     proptest! {
         #[test]
-        fn any_message_round_trips(message in any::<String>()) {
+        fn any_message_round_trips(message in any::<String>().prop_filter(
+            "shorter than the bound",
+            |m| m.len() < crate::message::MAX_MESSAGE,
+        )) {
             let rejected: ValidationResponse = serde_json::from_slice(&reject(&message)).unwrap();
             prop_assert_eq!(rejected.message, Some(message.clone()));
             let invalid: SettingsValidationResponse =

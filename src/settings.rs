@@ -41,28 +41,53 @@ struct RawSettings {
     allow_kubernetes_bookkeeping: Option<bool>,
 }
 
-/// Every field the settings may hold, as the README's settings table and
-/// `questions-ui.yml` must name them.
-pub const FIELD_NAMES: [&str; 4] = [
-    "criteria",
-    "values",
-    "allowExistingViolations",
-    "allowKubernetesBookkeeping",
-];
+/// The fields the settings may hold, in the order the README's settings
+/// table and `questions-ui.yml` list them. `read_raw` decides by this enum,
+/// so a field added here and not read there does not compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Criteria,
+    Values,
+    AllowExistingViolations,
+    AllowKubernetesBookkeeping,
+}
 
-/// `FIELD_NAMES` as an error message lists them: "`a`, `b` or `c`". Built
-/// by the compiler from `FIELD_NAMES`, so there is one list to change; a
-/// string made at run time cost the module 2 KiB of formatting code.
+impl Field {
+    pub const ALL: [Field; 4] = [
+        Field::Criteria,
+        Field::Values,
+        Field::AllowExistingViolations,
+        Field::AllowKubernetesBookkeeping,
+    ];
+
+    /// The field's name in the settings' JSON.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Field::Criteria => "criteria",
+            Field::Values => "values",
+            Field::AllowExistingViolations => "allowExistingViolations",
+            Field::AllowKubernetesBookkeeping => "allowKubernetesBookkeeping",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Field> {
+        Field::ALL.into_iter().find(|field| field.name() == name)
+    }
+}
+
+/// `Field::ALL` as an error message lists them: "`a`, `b` or `c`". Built
+/// by the compiler from the enum, so there is one list to change; a string
+/// made at run time cost the module 2 KiB of formatting code.
 const FIELDS: &str = match std::str::from_utf8(&FIELDS_TEXT) {
     Ok(text) => text,
     Err(_) => panic!("field names are UTF-8"),
 };
 
-/// What stands after the field `i` of `FIELD_NAMES` in `FIELDS`.
+/// What stands after the field `i` of `Field::ALL` in `FIELDS`.
 const fn separator(i: usize) -> &'static [u8] {
-    if i + 1 == FIELD_NAMES.len() {
+    if i + 1 == Field::ALL.len() {
         b""
-    } else if i + 2 == FIELD_NAMES.len() {
+    } else if i + 2 == Field::ALL.len() {
         b" or "
     } else {
         b", "
@@ -72,8 +97,8 @@ const fn separator(i: usize) -> &'static [u8] {
 const FIELDS_TEXT: [u8; fields_len()] = {
     let mut text = [0; fields_len()];
     let (mut at, mut i) = (0, 0);
-    while i < FIELD_NAMES.len() {
-        let parts: [&[u8]; 4] = [b"`", FIELD_NAMES[i].as_bytes(), b"`", separator(i)];
+    while i < Field::ALL.len() {
+        let parts: [&[u8]; 4] = [b"`", Field::ALL[i].name().as_bytes(), b"`", separator(i)];
         let mut p = 0;
         while p < parts.len() {
             let mut b = 0;
@@ -91,8 +116,8 @@ const FIELDS_TEXT: [u8; fields_len()] = {
 
 const fn fields_len() -> usize {
     let (mut len, mut i) = (0, 0);
-    while i < FIELD_NAMES.len() {
-        len += FIELD_NAMES[i].len() + 2 + separator(i).len();
+    while i < Field::ALL.len() {
+        len += Field::ALL[i].name().len() + 2 + separator(i).len();
         i += 1;
     }
     len
@@ -105,30 +130,30 @@ fn read_raw(r: &mut Reader) -> json::Result<RawSettings> {
         return r.unexpected("an object with `criteria` and `values`");
     }
     let mut raw = RawSettings::default();
-    let (mut seen_criteria, mut seen_values) = (false, false);
+    // A field given as `null` reads as absent: whether it was given is
+    // kept apart, so that it is given once.
+    let mut seen = [false; Field::ALL.len()];
     let mut members = r.members();
     while let Some(key) = members.next(r)? {
-        match &*key.text() {
-            "criteria" if seen_criteria => return r.fail("duplicate field `criteria`"),
-            "values" if seen_values => return r.fail("duplicate field `values`"),
-            "allowExistingViolations" => {
-                let field = &mut raw.allow_existing_violations;
-                read_flag(r, field, "allowExistingViolations")?;
-            }
-            "allowKubernetesBookkeeping" => {
-                let field = &mut raw.allow_kubernetes_bookkeeping;
-                read_flag(r, field, "allowKubernetesBookkeeping")?;
-            }
-            "criteria" => {
-                seen_criteria = true;
+        let name = key.text();
+        let Some(field) = Field::from_name(&name) else {
+            return r.fail(format!(
+                "unknown field `{}`, expected {FIELDS}",
+                Abridged(&name)
+            ));
+        };
+        if std::mem::replace(&mut seen[field as usize], true) {
+            return r.fail(format!("duplicate field `{}`", field.name()));
+        }
+        match field {
+            Field::Criteria => {
                 raw.criteria = match r.peek() {
                     Some(b'"') => Some(r.string()?.into_owned()),
                     Some(b'n') if r.null()? => None,
                     _ => return r.unexpected("`criteria` to be a string"),
                 };
             }
-            "values" => {
-                seen_values = true;
+            Field::Values => {
                 raw.values = match r.peek() {
                     Some(b'[') => {
                         let mut values = Vec::new();
@@ -147,11 +172,11 @@ fn read_raw(r: &mut Reader) -> json::Result<RawSettings> {
                     _ => return r.unexpected("`values` to be a list of annotation names"),
                 };
             }
-            other => {
-                return r.fail(format!(
-                    "unknown field `{}`, expected {FIELDS}",
-                    Abridged(other)
-                ));
+            Field::AllowExistingViolations => {
+                raw.allow_existing_violations = Some(read_flag(r, field)?);
+            }
+            Field::AllowKubernetesBookkeeping => {
+                raw.allow_kubernetes_bookkeeping = Some(read_flag(r, field)?);
             }
         }
     }
@@ -159,16 +184,12 @@ fn read_raw(r: &mut Reader) -> json::Result<RawSettings> {
     Ok(raw)
 }
 
-/// An optional boolean field, given at most once.
-fn read_flag(r: &mut Reader, field: &mut Option<bool>, name: &str) -> json::Result<()> {
-    if field.is_some() {
-        return r.fail(format!("duplicate field `{name}`"));
-    }
+/// An optional boolean field: `true` or `false`, never `null`.
+fn read_flag(r: &mut Reader, field: Field) -> json::Result<bool> {
     match r.boolean()? {
-        Some(flag) => *field = Some(flag),
-        None => return r.unexpected(&format!("`{name}` to be true or false")),
+        Some(flag) => Ok(flag),
+        None => r.unexpected(&format!("`{}` to be true or false", field.name())),
     }
-    Ok(())
 }
 
 impl Settings {
@@ -330,15 +351,37 @@ mod tests {
         }
     }
 
-    /// `read_raw` reads every field `FIELD_NAMES` names, and no other.
+    /// `read_raw` reads every field of `Field::ALL`, and no other.
     #[test]
     fn every_named_field_is_read() {
-        for field in FIELD_NAMES {
-            let error = parse(&format!(r#"{{"{field}":null}}"#)).unwrap_err();
-            assert!(!error.contains("unknown field"), "{field}: {error}");
+        for field in Field::ALL {
+            let name = field.name();
+            let error = parse(&format!(r#"{{"{name}":null}}"#)).unwrap_err();
+            assert!(!error.contains("unknown field"), "{name}: {error}");
+            assert_eq!(Field::from_name(name), Some(field));
         }
         let error = parse(r#"{"allowEverything":null}"#).unwrap_err();
         assert!(error.contains("unknown field"), "{error}");
+    }
+
+    /// The README, the settings form and the unknown-field message list
+    /// `ALL`: a variant left out of it would be read and never documented.
+    #[test]
+    fn all_holds_every_field_in_order() {
+        let source = include_str!("settings.rs");
+        let body = source
+            .split("pub enum Field {")
+            .nth(1)
+            .and_then(|rest| rest.split('}').next())
+            .expect("the enum");
+        let variants: Vec<&str> = body
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty() && !line.starts_with("//"))
+            .map(|line| line.trim_end_matches(','))
+            .collect();
+        let all: Vec<String> = Field::ALL.iter().map(|f| format!("{f:?}")).collect();
+        assert_eq!(variants, all);
     }
 
     #[test]
@@ -348,7 +391,7 @@ mod tests {
             "`criteria`, `values`, `allowExistingViolations` or `allowKubernetesBookkeeping`"
         );
         let named: Vec<&str> = FIELDS.split('`').skip(1).step_by(2).collect();
-        assert_eq!(named, FIELD_NAMES);
+        assert_eq!(named, Field::ALL.map(Field::name));
     }
 
     #[test]

@@ -12,7 +12,8 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::recorded::{RECOMMENDED, recordings, releases};
+use annotations_policy::settings::Field;
+use common::recorded::{recommended, recommended_settings, recordings, releases, with};
 use common::{policy, validate};
 use serde_json::Value;
 
@@ -22,9 +23,7 @@ fn audit(object: &Value) -> String {
 
 /// The same settings with existing violations not excused.
 fn strict(settings: &str) -> String {
-    let mut settings: Value = serde_json::from_str(settings).unwrap();
-    settings["allowExistingViolations"] = false.into();
-    settings.to_string()
+    with(settings, Field::AllowExistingViolations.name(), false)
 }
 
 #[test]
@@ -35,7 +34,7 @@ fn every_object_is_audited_as_it_was_admitted() {
     let mut predating = 0;
     for recording in recordings() {
         let object = &recording.request["object"];
-        for (id, settings) in RECOMMENDED {
+        for (id, settings) in recommended() {
             let admitted = recording.verdicts[id]["allowed"] == true;
             let alone = validate(&policy, &recording.text, &strict(settings));
             let verdict = validate(&policy, &audit(object), settings);
@@ -60,7 +59,7 @@ fn every_object_is_audited_as_it_was_admitted() {
             }
             let kind = object["kind"].as_str().unwrap().to_string();
             let report = reports
-                .entry((recording.release.clone(), id, kind))
+                .entry((recording.release.clone(), id.as_str(), kind))
                 .or_default();
             match verdict.accepted {
                 true => report.0 += 1,
@@ -86,7 +85,9 @@ fn recorded_object(file: &str) -> Value {
         .clone()
 }
 
-const ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"]}"#;
+fn allowlist() -> &'static str {
+    recommended_settings("allowlist")
+}
 
 /// A mirror Pod passes its audit as the kubelet made it; bound to another
 /// node, or with no Node for its controller, it fails, naming the keys.
@@ -94,7 +95,7 @@ const ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["exam
 fn a_forged_mirror_pod_fails_its_audit() {
     let policy = policy();
     let mirror = recorded_object("pod-create-node.json");
-    assert!(validate(&policy, &audit(&mirror), ALLOWLIST).accepted);
+    assert!(validate(&policy, &audit(&mirror), allowlist()).accepted);
     type Forgery = (&'static str, fn(&mut Value));
     let forgeries: [Forgery; 3] = [
         ("bound to another node", |pod| {
@@ -113,7 +114,7 @@ fn a_forged_mirror_pod_fails_its_audit() {
     for (why, forge) in forgeries {
         let mut pod = mirror.clone();
         forge(&mut pod);
-        let verdict = validate(&policy, &audit(&pod), ALLOWLIST);
+        let verdict = validate(&policy, &audit(&pod), allowlist());
         assert!(!verdict.accepted, "{why}");
         let message = verdict.message.unwrap();
         assert!(
@@ -134,11 +135,11 @@ fn a_forged_job_pod_fails_its_audit() {
             .get("batch.kubernetes.io/job-completion-index")
             .is_some()
     );
-    assert!(validate(&policy, &audit(&pod), ALLOWLIST).accepted);
+    assert!(validate(&policy, &audit(&pod), allowlist()).accepted);
     for api_version in ["example.com/v1", "v1"] {
         let mut forged = pod.clone();
         forged["metadata"]["ownerReferences"][0]["apiVersion"] = api_version.into();
-        let verdict = validate(&policy, &audit(&forged), ALLOWLIST);
+        let verdict = validate(&policy, &audit(&forged), allowlist());
         assert!(!verdict.accepted, "{api_version}");
         assert!(
             verdict
@@ -174,7 +175,7 @@ fn the_recorded_audits_are_answered_as_in_the_cluster() {
             let owned = request["object"]["metadata"]["annotations"]
                 .get("example.com/owner")
                 .is_some();
-            for (id, settings) in RECOMMENDED {
+            for (id, settings) in recommended() {
                 let verdict = validate(&policy, &request.to_string(), settings);
                 let name = format!("{}: {file} under {id}", dir.display());
                 assert_eq!(

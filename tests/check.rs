@@ -118,7 +118,7 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// The README's example: `examples/` under the example policy.
+/// The example of `docs/check.md`: `examples/` under the example policy.
 fn check_the_examples() -> Finished {
     check(
         &module_path(),
@@ -129,8 +129,8 @@ fn check_the_examples() -> Finished {
     .unwrap()
 }
 
-/// The README's example: the Deployment's pod template lacks the owner,
-/// so the Pods its ReplicaSet makes are rejected, and nothing else is.
+/// The example of `docs/check.md`: the Deployment's pod template lacks the
+/// owner, so the Pods its ReplicaSet makes are rejected, and nothing else is.
 #[test]
 fn the_examples_under_the_example_policy() {
     let finished = check_the_examples();
@@ -874,13 +874,13 @@ fn unusable_settings_or_policy_check_nothing() {
     );
 }
 
-/// The README shows the check of the examples as it prints.
+/// `docs/check.md` shows the check of the examples as it prints.
 #[test]
-fn the_readme_shows_what_the_check_prints() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+fn the_check_page_shows_what_the_check_prints() {
+    let page = std::fs::read_to_string(root().join("docs/check.md")).unwrap();
     let command = "$ policy-runner check annotated-policy.wasm --policy examples/cluster-admission-policy.yaml examples/\n";
-    let start = readme.find(command).expect("the README's example") + command.len();
-    let shown = &readme[start..start + readme[start..].find("```").unwrap()];
+    let start = page.find(command).expect("the example of docs/check.md") + command.len();
+    let shown = &page[start..start + page[start..].find("```").unwrap()];
     let finished = check_the_examples();
     let relative = finished
         .output
@@ -1043,7 +1043,9 @@ fn scratch_file(name: &str, file: &str, line: usize) -> String {
 
 /// Where `scratch(name)` makes its directory.
 fn scratch_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("check-{name}-{}", std::process::id()))
+    // Cargo's scratch directory for integration tests, under target/:
+    // each test makes its directory anew, and none is left in /tmp.
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("check-{name}"))
 }
 
 /// `make bench-peers` finds `check` and its peers differing on the objects
@@ -1156,7 +1158,7 @@ fn check_leaves_out_what_match_conditions_leave_out() {
     assert!(error.contains("`may` uses `authorizer`"), "{error}");
 }
 
-#[path = "../host/src/bin/common/dump.rs"]
+#[path = "../bench/src/dump.rs"]
 #[allow(dead_code)]
 mod dump;
 

@@ -2,33 +2,60 @@
 //! recordings of a real control plane (`test_data/cluster/recorded/`,
 //! tests/recorded.rs) cannot hold, each with its reason in `WHY_BY_HAND`: a
 //! Job's Pod finishing (no kubelet runs Pods in the cluster tests), the
-//! control plane's own mirror Pod in `kube-system` (outside the README's
-//! selector, so no webhook hears it), and a release installed by Helm.
+//! control plane's own mirror Pod in `kube-system` (outside the example
+//! policy's selector, so no webhook hears it), and a release installed by Helm.
 //! Under the README's recommended settings every one is accepted, but the
 //! mirror Pod where the owner is required (its namespace is left out for
-//! that); the settings the README warns against reject exactly the requests
-//! it says they do, naming the keys.
+//! that); the settings that `docs/kubernetes-keys.md` and `docs/deploying.md`
+//! warn against reject exactly the requests they say, naming the keys.
 
 mod common;
 
 use std::path::PathBuf;
 
+use annotations_policy::settings::Field;
+use common::recorded::{recommended_settings, with};
 use common::{policy, root, validate};
 use serde_json::Value;
 
-/// The README's recommended settings for workloads.
-const OWNER_REQUIRED: &str = r#"{"criteria":"containsAllOf","values":["example.com/owner"]}"#;
-const ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"]}"#;
-/// The allowlist with the values the README gives Helm users.
-const HELM_ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*","meta.helm.sh/release-name","meta.helm.sh/release-namespace"]}"#;
-const DENYLIST: &str =
-    r#"{"criteria":"doesNotContainAnyOf","values":["example.com/debug","example.com/skip-*"]}"#;
+/// The README's recommended settings for workloads
+/// (`common::recorded::RECOMMENDED`).
+fn owner_required() -> &'static str {
+    recommended_settings("owner-required")
+}
 
-/// What the README warns against: Kubernetes' own keys judged like any
-/// other, and every update judged on its new object alone.
-const JUDGED_ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowKubernetesBookkeeping":false}"#;
-const JUDGED_HELM_ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*","meta.helm.sh/release-name","meta.helm.sh/release-namespace"],"allowKubernetesBookkeeping":false}"#;
-const STRICT_OWNER: &str = r#"{"criteria":"containsAllOf","values":["example.com/owner"],"allowExistingViolations":false}"#;
+fn allowlist() -> &'static str {
+    recommended_settings("allowlist")
+}
+
+fn denylist() -> &'static str {
+    recommended_settings("denylist")
+}
+
+/// The values the README gives Helm users, besides their own prefix.
+const HELM_VALUES: [&str; 2] = [
+    "meta.helm.sh/release-name",
+    "meta.helm.sh/release-namespace",
+];
+
+/// The allowlist with the values the README gives Helm users.
+fn helm_allowlist() -> String {
+    let settings: Value = serde_json::from_str(allowlist()).unwrap();
+    let mut values = settings[Field::Values.name()].as_array().unwrap().clone();
+    values.extend(HELM_VALUES.map(Value::from));
+    with(allowlist(), Field::Values.name(), values)
+}
+
+/// What `docs/kubernetes-keys.md` and `docs/deploying.md` warn against:
+/// Kubernetes' own keys judged like any other, and every update judged on
+/// its new object alone.
+fn judged(settings: &str) -> String {
+    with(settings, Field::AllowKubernetesBookkeeping.name(), false)
+}
+
+fn strict(settings: &str) -> String {
+    with(settings, Field::AllowExistingViolations.name(), false)
+}
 
 /// Why each request is written by hand, by the number its file starts with.
 const WHY_BY_HAND: [(&str, &str); 4] = [
@@ -38,7 +65,7 @@ const WHY_BY_HAND: [(&str, &str); 4] = [
     ),
     (
         "22",
-        "kube-system, which the README's selector leaves out: no webhook hears the control plane's mirror Pods",
+        "kube-system, which the example policy's selector leaves out: no webhook hears the control plane's mirror Pods",
     ),
     ("29", "Helm's keys: the cluster tests run no Helm"),
     ("30", "Helm's keys, copied by the deployment controller"),
@@ -135,7 +162,8 @@ fn not_the_users(request: &Request) -> Vec<&'static str> {
     keys
 }
 
-/// The namespaces the README's ClusterAdmissionPolicy leaves out.
+/// The namespaces the example ClusterAdmissionPolicy leaves out
+/// (`examples/cluster-admission-policy.yaml`, which the README links).
 fn excluded_namespaces() -> Vec<String> {
     let text = std::fs::read_to_string(root().join("examples/cluster-admission-policy.yaml"))
         .expect("the example policy");
@@ -222,15 +250,15 @@ fn every_request_passes_the_recommended_settings() {
     assert_eq!(excluded, ["kube-system"]);
     for request in requests() {
         let allowlist = match request.is(&HELM) {
-            true => HELM_ALLOWLIST,
-            false => ALLOWLIST,
+            true => helm_allowlist(),
+            false => allowlist().to_string(),
         };
-        for settings in [OWNER_REQUIRED, allowlist, DENYLIST] {
+        for settings in [owner_required(), allowlist.as_str(), denylist()] {
             let verdict = validate(&policy, &request.text, settings);
-            // The control plane's own Pods carry no owner: the README's
+            // The control plane's own Pods carry no owner: the example
             // policy leaves their namespace out.
             let namespace = request.json["namespace"].as_str().unwrap();
-            if settings == OWNER_REQUIRED && excluded.iter().any(|n| n == namespace) {
+            if settings == owner_required() && excluded.iter().any(|n| n == namespace) {
                 assert!(!verdict.accepted, "{}", request.name);
                 continue;
             }
@@ -249,7 +277,7 @@ fn every_request_passes_the_recommended_settings() {
 fn helms_keys_need_the_values_the_readme_gives() {
     let policy = policy();
     for request in requests().iter().filter(|r| r.is(&HELM)) {
-        let verdict = validate(&policy, &request.text, ALLOWLIST);
+        let verdict = validate(&policy, &request.text, allowlist());
         let message = verdict.message.unwrap_or_default();
         assert!(
             message.ends_with(
@@ -276,14 +304,14 @@ fn kubernetes_keys_judged_break_the_cluster_naming_them() {
     for request in requests() {
         let keys = &not_the_users(&request);
         let judged = match request.is(&HELM) {
-            true => JUDGED_HELM_ALLOWLIST,
-            false => JUDGED_ALLOWLIST,
+            true => judged(&helm_allowlist()),
+            false => judged(allowlist()),
         };
-        let strict = judged.replace('}', r#","allowExistingViolations":false}"#);
+        let strict = strict(&judged);
         let update = request.json["operation"] == "UPDATE";
         for (settings, rejected) in [
-            (strict.as_str(), !keys.is_empty()),
-            (judged, !keys.is_empty() && !update),
+            (&strict, !keys.is_empty()),
+            (&judged, !keys.is_empty() && !update),
         ] {
             let verdict = validate(&policy, &request.text, settings);
             assert_eq!(
@@ -312,7 +340,7 @@ fn updates_judged_alone_break_the_cluster() {
     let excluded = excluded_namespaces();
     for request in requests() {
         let namespace = request.json["namespace"].as_str().unwrap();
-        let verdict = validate(&policy, &request.text, STRICT_OWNER);
+        let verdict = validate(&policy, &request.text, &strict(owner_required()));
         let expected = request.is(&PREDATE_THE_POLICY) || excluded.iter().any(|n| n == namespace);
         assert_eq!(!verdict.accepted, expected, "{}: {verdict:?}", request.name);
         if expected {
@@ -324,4 +352,98 @@ fn updates_judged_alone_break_the_cluster() {
             );
         }
     }
+}
+
+/// Every object with a `criteria` field in `value`: the settings it holds.
+fn settings_in(value: &Value, found: &mut Vec<Value>) {
+    match value {
+        Value::Object(members) => {
+            if members.contains_key(Field::Criteria.name()) {
+                found.push(value.clone());
+            }
+            members.values().for_each(|v| settings_in(v, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| settings_in(v, found)),
+        _ => {}
+    }
+}
+
+/// The settings the documentation shows, wherever the README's text now
+/// stands: the JSON and YAML code blocks of `README.md` and `docs/`, and the
+/// example policies of `examples/`.
+fn documented_settings() -> Vec<Value> {
+    let mut markdown = vec![root().join("README.md")];
+    for entry in std::fs::read_dir(root().join("docs")).expect("docs/") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_some_and(|e| e == "md") {
+            markdown.push(path);
+        }
+    }
+    let mut blocks = Vec::new();
+    for path in markdown {
+        let text = std::fs::read_to_string(&path).expect("Markdown");
+        // The lines of the JSON or YAML block being read.
+        let mut block: Option<String> = None;
+        for line in text.lines() {
+            let fence = line.trim();
+            match block.take() {
+                Some(lines) if fence.starts_with("```") => blocks.push(lines),
+                Some(mut lines) => {
+                    lines.push_str(line);
+                    lines.push('\n');
+                    block = Some(lines);
+                }
+                None if ["```json", "```yaml", "```yml"].contains(&fence) => {
+                    block = Some(String::new())
+                }
+                None => {}
+            }
+        }
+    }
+    for entry in std::fs::read_dir(root().join("examples")).expect("examples/") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            blocks.push(std::fs::read_to_string(&path).expect("an example"));
+        }
+    }
+    let mut found = Vec::new();
+    for block in blocks {
+        // A YAML stream a document at a time; JSON is YAML; a block that is
+        // neither (a fragment) shows nothing.
+        let mut document = String::new();
+        for line in block.lines().chain(["---"]) {
+            if line.trim_end() != "---" {
+                document.push_str(line);
+                document.push('\n');
+            } else if let Ok(value) = yaml_serde::from_str::<Value>(&std::mem::take(&mut document))
+            {
+                settings_in(&value, &mut found);
+            }
+        }
+    }
+    found
+}
+
+/// The recommended settings that the cluster tests register and every test
+/// judges with (`common::recorded::RECOMMENDED`) are the ones the
+/// documentation shows, and the policy group the cluster tests register is
+/// made of two of them: none of these changes without the others.
+#[test]
+fn the_recommended_settings_are_those_the_documentation_shows() {
+    let parse = |settings: &str| -> Value { serde_json::from_str(settings).unwrap() };
+    let shown = documented_settings();
+    assert!(shown.len() > 3, "{shown:?}");
+    for (id, settings) in common::recorded::recommended() {
+        assert!(
+            shown.contains(&parse(settings)),
+            "{id}: {settings} is shown in no code block of README.md or docs/, nor in examples/"
+        );
+    }
+    let group = "cluster/policies/owned-and-allowed.yaml";
+    let group: Value =
+        yaml_serde::from_str(&std::fs::read_to_string(root().join(group)).expect(group))
+            .expect(group);
+    let members = &group["spec"]["policies"];
+    assert_eq!(members["owned"]["settings"], parse(owner_required()));
+    assert_eq!(members["allowed"]["settings"], parse(allowlist()));
 }

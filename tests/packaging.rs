@@ -9,7 +9,7 @@ use std::process::Command;
 
 use annotations_policy::bookkeeping;
 use annotations_policy::criterion::Criterion;
-use annotations_policy::settings::FIELD_NAMES;
+use annotations_policy::settings::Field;
 use yaml_serde::{Mapping, Value};
 
 fn path(file: &str) -> PathBuf {
@@ -57,6 +57,8 @@ fn one_version_number_everywhere() {
     let image = format!("policies/annotations:v{VERSION}");
     for file in [
         "README.md",
+        "docs/deploying.md",
+        "docs/test.md",
         "examples/cluster-admission-policy.yaml",
         "examples/policy-group.yaml",
     ] {
@@ -334,8 +336,9 @@ fn artifacthub_pkg_is_what_kwctl_scaffolds() {
 }
 
 /// The lists of criteria written by hand name every criterion: the settings
-/// form, the truth table's header, and the end-to-end tests (the README's
-/// tables, row by row, in `every_criterion_has_its_row_in_each_readme_table`).
+/// form, the truth table's header, and the end-to-end tests (the tables of
+/// the README and `docs/deploying.md`, row by row, in
+/// `every_criterion_has_its_row_in_each_readme_table`).
 #[test]
 fn every_criterion_is_offered_documented_and_tested() {
     let questions = yaml("questions-ui.yml");
@@ -346,7 +349,7 @@ fn every_criterion_is_offered_documented_and_tested() {
             .find(|q| q["variable"] == variable)
             .unwrap_or_else(|| panic!("questions-ui.yml lacks {variable}"))
     };
-    let criteria = question("criteria");
+    let criteria = question(Field::Criteria.name());
     let options: Vec<&str> = criteria["options"]
         .as_sequence()
         .unwrap()
@@ -356,15 +359,17 @@ fn every_criterion_is_offered_documented_and_tested() {
     let names: Vec<&str> = Criterion::ALL.iter().map(|c| c.name()).collect();
     assert_eq!(options, names);
     assert_eq!(criteria["type"].as_str(), Some("enum"));
-    assert_eq!(question("values")["type"].as_str(), Some("array["));
     assert_eq!(
-        question("allowExistingViolations")["type"].as_str(),
-        Some("boolean")
+        question(Field::Values.name())["type"].as_str(),
+        Some("array[")
     );
-    assert_eq!(
-        question("allowExistingViolations")["default"],
-        Value::Bool(true)
-    );
+    for flag in [
+        Field::AllowExistingViolations,
+        Field::AllowKubernetesBookkeeping,
+    ] {
+        assert_eq!(question(flag.name())["type"].as_str(), Some("boolean"));
+        assert_eq!(question(flag.name())["default"], Value::Bool(true));
+    }
 
     let readme = text("README.md");
     let header = format!("| resource annotations | {} |", names.join(" | "));
@@ -386,11 +391,16 @@ fn every_criterion_is_offered_documented_and_tested() {
 
 /// The rows of the first table after `heading` in the README, as cells.
 fn readme_rows(heading: &str) -> Vec<Vec<String>> {
-    let readme = text("README.md");
-    let start = readme
+    rows("README.md", heading)
+}
+
+/// The rows of the first table after `heading` in `file`, as cells.
+fn rows(file: &str, heading: &str) -> Vec<Vec<String>> {
+    let page = text(file);
+    let start = page
         .find(heading)
-        .unwrap_or_else(|| panic!("the README lacks {heading:?}"));
-    readme[start..]
+        .unwrap_or_else(|| panic!("{file} lacks {heading:?}"));
+    page[start..]
         .lines()
         .skip_while(|line| !line.starts_with('|'))
         .take_while(|line| line.starts_with('|'))
@@ -411,13 +421,20 @@ fn code_spans(cell: &str) -> Vec<String> {
         .collect()
 }
 
-/// The first column of the table after `heading`: one `code` span a row.
+/// The first column of the table after `heading` in the README: one `code`
+/// span a row.
 fn readme_table(heading: &str) -> Vec<String> {
-    readme_rows(heading)
+    first_column("README.md", heading)
+}
+
+/// The first column of the table after `heading` in `file`: one `code` span
+/// a row.
+fn first_column(file: &str, heading: &str) -> Vec<String> {
+    rows(file, heading)
         .iter()
         .map(|row| match &code_spans(&row[0])[..] {
             [one] => one.clone(),
-            other => panic!("{heading}: a row names {other:?}"),
+            other => panic!("{file}: {heading}: a row names {other:?}"),
         })
         .collect()
 }
@@ -429,8 +446,9 @@ fn criterion_names() -> Vec<String> {
         .collect()
 }
 
-/// Each table of the README that speaks of every criterion has a row or
-/// column for each, once, in the order of `Criterion::ALL`.
+/// Each table that speaks of every criterion has a row or column for each,
+/// once, in the order of `Criterion::ALL`: the README's criteria table and
+/// truth table, and the update table of `docs/deploying.md`.
 #[test]
 fn every_criterion_has_its_row_in_each_readme_table() {
     let names = criterion_names();
@@ -451,7 +469,10 @@ fn every_criterion_has_its_row_in_each_readme_table() {
         );
     }
 
-    let updates = readme_rows("| criterion | the update passes when |");
+    let updates = rows(
+        "docs/deploying.md",
+        "| criterion | the update passes when |",
+    );
     let mut covered: Vec<String> = updates.iter().flat_map(|row| code_spans(&row[0])).collect();
     covered.sort();
     let mut expected = names.clone();
@@ -462,15 +483,19 @@ fn every_criterion_has_its_row_in_each_readme_table() {
     );
 }
 
-/// The README's table of Kubernetes' own keys is the set in the code.
+/// The table of Kubernetes' own keys (`docs/kubernetes-keys.md`) is the set
+/// in the code.
 #[test]
-fn the_readme_lists_kubernetes_keys_as_the_code_does() {
+fn the_kubernetes_keys_page_lists_them_as_the_code_does() {
     use bookkeeping::Writer;
-    let heading = "### Annotations that Kubernetes and kubectl write themselves";
-    let mut listed: Vec<(String, String)> = readme_table(heading)
+    let (page, heading) = (
+        "docs/kubernetes-keys.md",
+        "# Annotations that Kubernetes and kubectl write themselves",
+    );
+    let mut listed: Vec<(String, String)> = first_column(page, heading)
         .into_iter()
         .zip(
-            readme_rows(heading)
+            rows(page, heading)
                 .iter()
                 .map(|row| row[3].trim().to_string()),
         )
@@ -483,7 +508,7 @@ fn the_readme_lists_kubernetes_keys_as_the_code_does() {
                 Writer::Node => "a node's requests".to_string(),
                 Writer::Controller(controller) => match controller.account {
                     "job-controller" => "the job controller's requests".to_string(),
-                    other => panic!("the README names no column for {other}"),
+                    other => panic!("{page} names no column for {other}"),
                 },
                 Writer::AppArmorField => "where the value says what the field says".to_string(),
             };
@@ -499,7 +524,8 @@ fn the_readme_lists_kubernetes_keys_as_the_code_does() {
 /// and nothing else is.
 #[test]
 fn every_setting_is_documented_and_offered() {
-    assert_eq!(readme_table("## Settings\n\n| field"), FIELD_NAMES);
+    let fields = Field::ALL.map(Field::name);
+    assert_eq!(readme_table("## Settings\n\n| field"), fields);
     let questions = yaml("questions-ui.yml");
     let variables: Vec<&str> = questions["questions"]
         .as_sequence()
@@ -507,7 +533,7 @@ fn every_setting_is_documented_and_offered() {
         .iter()
         .map(|q| q["variable"].as_str().unwrap())
         .collect();
-    assert_eq!(variables, FIELD_NAMES);
+    assert_eq!(variables, fields);
 }
 
 /// The changelog says what this version changed.
@@ -528,9 +554,10 @@ fn minor(version: &str) -> String {
     format!("{}.{}", parts.next().unwrap(), parts.next().unwrap())
 }
 
-/// The README's claims about Kubewarden versions are what CI runs: the
-/// end-to-end tests under the oldest kwctl it says the policy supports and
-/// the newest, which the release uses too.
+/// The README's claims about Kubewarden versions, and those of
+/// `docs/deploying.md`, are what CI runs: the end-to-end tests under the
+/// oldest kwctl they say the policy supports and the newest, which the
+/// release uses too.
 #[test]
 fn the_readme_claims_the_kubewarden_versions_ci_tests() {
     let ci = yaml(".github/workflows/ci.yml");
@@ -553,19 +580,29 @@ fn the_readme_claims_the_kubewarden_versions_ci_tests() {
     let (oldest, newest) = (&versions[0].1, &versions[versions.len() - 1].1);
     assert_ne!(oldest, newest, "CI tests two kwctl releases");
     // Words, whatever the line breaks.
-    let readme = text("README.md")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    for claim in [
-        format!("runs on Kubewarden {} and later", minor(oldest)),
-        format!("under kwctl {} and {})", minor(oldest), minor(newest)),
-        format!(
-            "the Kubewarden releases the policy supports, {} and later",
-            minor(oldest)
+    let words = |file: &str| text(file).split_whitespace().collect::<Vec<_>>().join(" ");
+    let (readme, deploying) = (words("README.md"), words("docs/deploying.md"));
+    for (file, page, claim) in [
+        (
+            "README.md",
+            &readme,
+            format!("runs on Kubewarden {} and later", minor(oldest)),
+        ),
+        (
+            "README.md",
+            &readme,
+            format!("under kwctl {} and {})", minor(oldest), minor(newest)),
+        ),
+        (
+            "docs/deploying.md",
+            &deploying,
+            format!(
+                "the Kubewarden releases the policy supports, {} and later",
+                minor(oldest)
+            ),
         ),
     ] {
-        assert!(readme.contains(&claim), "the README lacks {claim:?}");
+        assert!(page.contains(&claim), "{file} lacks {claim:?}");
     }
     let release = text(".github/workflows/release.yml");
     assert!(

@@ -9,7 +9,11 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::recorded::{ADMIN, RECOMMENDED, Recording, recorded_reviews, recordings, releases};
+use annotations_policy::settings::Field;
+use common::recorded::{
+    ADMIN, Recording, recommended, recommended_settings, recorded_reviews, recordings, releases,
+    with,
+};
 use common::{policy, root, validate};
 use policy_host::check::policies::Policy;
 use serde_json::Value;
@@ -18,7 +22,7 @@ use serde_json::Value;
 fn the_module_answers_each_review_as_it_did_in_the_cluster() {
     let policy = policy();
     for recording in recordings() {
-        for (id, settings) in RECOMMENDED {
+        for (id, settings) in recommended() {
             let recorded = &recording.verdicts[id];
             let verdict = validate(&policy, &recording.text, settings);
             assert_eq!(
@@ -84,7 +88,7 @@ fn what_the_cluster_sends_on_its_own_passes_the_recommended_settings() {
         );
     }
     for recording in recordings.iter().filter(|r| r.user() != ADMIN) {
-        for (id, _) in RECOMMENDED {
+        for (id, _) in recommended() {
             assert_eq!(
                 recording.verdicts[id]["allowed"],
                 true,
@@ -103,8 +107,8 @@ fn what_the_cluster_sends_on_its_own_passes_the_recommended_settings() {
 #[test]
 fn kubernetes_keys_judged_name_exactly_the_keys_the_cluster_wrote() {
     let policy = policy();
-    let judged = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowKubernetesBookkeeping":false}"#;
-    let strict = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowKubernetesBookkeeping":false,"allowExistingViolations":false}"#;
+    let judged = with(allowlist(), Field::AllowKubernetesBookkeeping.name(), false);
+    let strict = with(&judged, Field::AllowExistingViolations.name(), false);
     for recording in recordings() {
         let foreign = |object: &Value| -> Vec<String> {
             object["metadata"]["annotations"]
@@ -122,8 +126,8 @@ fn kubernetes_keys_judged_name_exactly_the_keys_the_cluster_wrote() {
         let adds_one = keys.iter().any(|k| !old.contains(k));
         let update = recording.request["operation"] == "UPDATE";
         for (settings, rejected) in [
-            (strict, !keys.is_empty()),
-            (judged, !keys.is_empty() && (!update || adds_one)),
+            (&strict, !keys.is_empty()),
+            (&judged, !keys.is_empty() && (!update || adds_one)),
         ] {
             let verdict = validate(&policy, &recording.text, settings);
             assert_eq!(
@@ -153,12 +157,16 @@ fn kubernetes_keys_judged_name_exactly_the_keys_the_cluster_wrote() {
 #[test]
 fn updates_judged_alone_reject_the_objects_that_predate_the_policy() {
     let policy = policy();
-    let strict = r#"{"criteria":"containsAllOf","values":["example.com/owner"],"allowExistingViolations":false}"#;
+    let strict = with(
+        recommended_settings("owner-required"),
+        Field::AllowExistingViolations.name(),
+        false,
+    );
     let mut predating = 0;
     for recording in recordings() {
         let has_owner =
             !recording.request["object"]["metadata"]["annotations"]["example.com/owner"].is_null();
-        let verdict = validate(&policy, &recording.text, strict);
+        let verdict = validate(&policy, &recording.text, &strict);
         assert_eq!(verdict.accepted, has_owner, "{}", recording.name());
         if !has_owner && recording.user() != ADMIN {
             predating += 1;
@@ -192,7 +200,10 @@ fn removal(keys: &[&str]) -> String {
     format!("; remove {}", quoted.join(", "))
 }
 
-const ALLOWLIST: &str = RECOMMENDED[1].1;
+fn allowlist() -> &'static str {
+    recommended_settings("allowlist")
+}
+
 const KUBELET: &[&str] = &[
     "kubernetes.io/config.hash",
     "kubernetes.io/config.mirror",
@@ -200,7 +211,9 @@ const KUBELET: &[&str] = &[
     "kubernetes.io/config.source",
 ];
 
-const STRICT_ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"],"allowExistingViolations":false}"#;
+fn strict_allowlist() -> String {
+    with(allowlist(), Field::AllowExistingViolations.name(), false)
+}
 
 /// The kubelet's keys count where a node sends them, and on a Pod that
 /// already had them, whatever `allowExistingViolations` says; the same Pod
@@ -209,19 +222,19 @@ const STRICT_ALLOWLIST: &str = r#"{"criteria":"doesNotContainOtherThan","values"
 fn the_kubelets_keys_count_from_a_node_and_on_the_pods_it_made() {
     let policy = policy();
     let mirror = recording("1.37", "pod-create-node.json");
-    assert!(validate(&policy, &mirror.text, STRICT_ALLOWLIST).accepted);
+    assert!(validate(&policy, &mirror.text, &strict_allowlist()).accepted);
     for user in [
         "jane@example.com",
         "system:serviceaccount:kube-system:replicaset-controller",
         "system:node:",
     ] {
         let text = changed(&mirror, |json| json["userInfo"]["username"] = user.into());
-        let verdict = validate(&policy, &text, ALLOWLIST);
+        let verdict = validate(&policy, &text, allowlist());
         let message = verdict.message.unwrap_or_default();
         assert!(message.ends_with(&removal(KUBELET)), "{user}: {message}");
     }
     let labelled = recording("1.37", "pod-update-kubernetes-admin.json");
-    assert!(validate(&policy, &labelled.text, STRICT_ALLOWLIST).accepted);
+    assert!(validate(&policy, &labelled.text, &strict_allowlist()).accepted);
     // The administrator adds a key the old Pod lacked: refused.
     let text = changed(&labelled, |json| {
         json["oldObject"]["metadata"]["annotations"]
@@ -229,7 +242,7 @@ fn the_kubelets_keys_count_from_a_node_and_on_the_pods_it_made() {
             .unwrap()
             .remove("kubernetes.io/config.seen");
     });
-    let verdict = validate(&policy, &text, ALLOWLIST);
+    let verdict = validate(&policy, &text, allowlist());
     let message = verdict.message.unwrap_or_default();
     assert!(
         message.ends_with(&removal(&["kubernetes.io/config.seen"])),
@@ -243,15 +256,15 @@ fn the_kubelets_keys_count_from_a_node_and_on_the_pods_it_made() {
 fn the_job_controllers_keys_count_from_the_job_controller() {
     let policy = policy();
     let pod = recording("1.37", "pod-create-job-controller.json");
-    assert!(validate(&policy, &pod.text, ALLOWLIST).accepted);
+    assert!(validate(&policy, &pod.text, allowlist()).accepted);
     let as_manager = changed(&pod, |json| {
         json["userInfo"]["username"] = "system:kube-controller-manager".into()
     });
-    assert!(validate(&policy, &as_manager, ALLOWLIST).accepted);
+    assert!(validate(&policy, &as_manager, allowlist()).accepted);
     let as_user = changed(&pod, |json| {
         json["userInfo"]["username"] = "jane@example.com".into()
     });
-    let message = validate(&policy, &as_user, ALLOWLIST)
+    let message = validate(&policy, &as_user, allowlist())
         .message
         .unwrap_or_default();
     assert!(
@@ -266,7 +279,7 @@ fn the_job_controllers_keys_count_from_the_job_controller() {
 fn an_apparmor_key_counts_where_it_restates_the_field() {
     let policy = policy();
     let pod = recording("1.33", "pod-create-replicaset-controller-2.json");
-    assert!(validate(&policy, &pod.text, ALLOWLIST).accepted);
+    assert!(validate(&policy, &pod.text, allowlist()).accepted);
     let key = "container.apparmor.security.beta.kubernetes.io/frontend";
     for (what, text) in [
         (
@@ -283,7 +296,7 @@ fn an_apparmor_key_counts_where_it_restates_the_field() {
             }),
         ),
     ] {
-        let message = validate(&policy, &text, ALLOWLIST)
+        let message = validate(&policy, &text, allowlist())
             .message
             .unwrap_or_default();
         assert!(message.ends_with(&removal(&[key])), "{what}: {message}");

@@ -1,16 +1,25 @@
 //! The shape `docs/design.md` promises for `src/`: no import cycle between
 //! its top-level modules, no file past `LIMIT` lines of code (the unit tests
-//! at its end not counted), and no wildcard arm `_ =>` in the files where a
-//! criterion or a violation decides, so that a new criterion is a compile
-//! error at each of them.
+//! at its end not counted), and where a criterion or a violation decides,
+//! only `match`es that name every variant: no wildcard arm `_ =>` in those
+//! files, and nowhere a variant tested by `==`, `!=`, `matches!` or a
+//! refutable `let`, so that a new criterion is a compile error at each of
+//! them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 const LIMIT: usize = 600;
 /// The files whose `match`es on `Criterion` and `Violation` must name every
-/// variant.
-const EXHAUSTIVE: [&str; 3] = ["criterion.rs", "evaluator.rs", "existing_violations.rs"];
+/// variant: every file whose code names one of their variants.
+const EXHAUSTIVE: [&str; 4] = [
+    "criterion.rs",
+    "evaluator.rs",
+    "existing_violations.rs",
+    "message.rs",
+];
+/// The enums whose variants decide only in exhaustive `match`es.
+const DECIDING: [&str; 2] = ["Criterion::", "Violation::"];
 
 /// Each `.rs` file under `dir`, by its path relative to `dir`.
 fn sources(dir: &Path, under: &Path, out: &mut BTreeMap<PathBuf, String>) {
@@ -40,6 +49,97 @@ fn code(text: &str) -> &str {
         at += line.len();
     }
     text
+}
+
+/// `code` without its line comments, so that prose never counts as code.
+fn without_comments(code: &str) -> String {
+    code.lines()
+        .map(|line| match line.find("//") {
+            Some(at) => &line[..at],
+            None => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The variants of `DECIDING` that `code` names (`Criterion::ContainsAnyOf`,
+/// not `Criterion::ALL` or `Criterion::from_name`), each with where it
+/// starts.
+fn variants(code: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    for prefix in DECIDING {
+        for (at, _) in code.match_indices(prefix) {
+            let rest = &code[at + prefix.len()..];
+            let name: &str = &rest[..rest
+                .find(|c: char| !c.is_alphanumeric() && c != '_')
+                .unwrap_or(rest.len())];
+            let camel = name.starts_with(|c: char| c.is_ascii_uppercase())
+                && name.contains(|c: char| c.is_ascii_lowercase());
+            let preceded = code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+            if camel && !preceded {
+                out.push((at, &code[at..at + prefix.len() + name.len()]));
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// `before` (the code up to a variant) without the openings of what wraps
+/// the variant, `Some(`, `(`, `&` or `[`: `x == Some(Criterion::A)` compares
+/// as `x == Criterion::A` does.
+fn unwrapped(mut before: &str) -> &str {
+    loop {
+        let end = before.trim_end();
+        let opened = end.strip_suffix('(').map(|rest| {
+            rest.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_' || c == ':')
+        });
+        match opened
+            .or_else(|| end.strip_suffix('&'))
+            .or_else(|| end.strip_suffix('['))
+        {
+            Some(rest) => before = rest,
+            None => return end,
+        }
+    }
+}
+
+/// Each variant that `code` tests outside a `match`: compared with `==` or
+/// `!=` (on either side, across line breaks as rustfmt writes them), in
+/// `matches!`, or as the pattern of `if let`, `while let` or `let … else`.
+fn decisions_outside_match(code: &str) -> Vec<String> {
+    let code = without_comments(code);
+    let mut out = Vec::new();
+    for (at, variant) in variants(&code) {
+        let before = unwrapped(&code[..at]);
+        let after = code[at + variant.len()..].trim_start();
+        let compared = ["==", "!="]
+            .iter()
+            .any(|op| before.ends_with(op) || after.starts_with(op));
+        let bound = before
+            .strip_suffix("let")
+            .is_some_and(|rest| !rest.ends_with(|c: char| c.is_alphanumeric() || c == '_'));
+        // Inside `matches!(`: one of the parentheses still open before the
+        // variant is the macro's.
+        let mut depth = 0usize;
+        let mut in_matches = before.ends_with("matches!");
+        for (i, c) in before.char_indices().rev() {
+            match c {
+                ')' => depth += 1,
+                '(' if depth == 0 => in_matches |= before[..i].ends_with("matches!"),
+                '(' => depth -= 1,
+                _ => {}
+            }
+        }
+        let how = match (compared, bound, in_matches) {
+            (true, _, _) => "compared with `==` or `!=`",
+            (_, true, _) => "tested by a refutable `let`",
+            (_, _, true) => "tested by `matches!`",
+            _ => continue,
+        };
+        out.push(format!("`{variant}` {how}"));
+    }
+    out
 }
 
 /// The top-level module a file belongs to: `json/scan.rs` to `json`.
@@ -172,10 +272,19 @@ fn findings(files: &BTreeMap<PathBuf, String>) -> Vec<String> {
             ));
         }
         let name = path.file_name().unwrap_or_default().to_string_lossy();
-        if EXHAUSTIVE.contains(&name.as_ref())
-            && code.lines().any(|l| l.trim_start().starts_with("_ =>"))
-        {
+        let listed = EXHAUSTIVE.contains(&name.as_ref());
+        if listed && code.lines().any(|l| l.trim_start().starts_with("_ =>")) {
             out.push(format!("{}: a wildcard arm `_ =>`", path.display()));
+        }
+        if !listed && !variants(&without_comments(code)).is_empty() {
+            out.push(format!(
+                "{}: names a variant of {} but is not in EXHAUSTIVE",
+                path.display(),
+                DECIDING.join(" or ")
+            ));
+        }
+        for decision in decisions_outside_match(code) {
+            out.push(format!("{}: {decision}", path.display()));
         }
     }
     for cycle in cycles(&edges) {
@@ -210,13 +319,44 @@ fn each_departure_is_found() {
             "json/existing_violations.rs",
             "match v {\n    A => 1,\n    _ => 2,\n}\n",
         ),
+        file(
+            "e.rs",
+            "fn f(c: Criterion) -> u8 {\n    match c {\n        Criterion::ContainsAnyOf => 1,\n        _ => 2,\n    }\n}\n",
+        ),
+        file(
+            "f.rs",
+            "// Criterion::ContainsAnyOf == c\nlet all = Criterion::ALL.len();\nlet c = Criterion::from_name(n);\n",
+        ),
+        file(
+            "message.rs",
+            "fn f(c: Criterion, v: &Violation) -> bool {
+    // c == Criterion::DoesNotContainAnyOf, in words only
+    if c == Criterion::ContainsAnyOf {
+        return true;
+    }
+    let same = Violation::DoesNotContainAllOf
+        != *v;
+    if let Some(Criterion::ContainsAllOf) = Some(c) {}
+    let Violation::ContainsOtherThan { .. } = v else { return false };
+    let made = Some(Violation::ContainsAnyOf);
+    matches!(v, Violation::ContainsAllOf { .. })
+}
+",
+        ),
     ]);
     let found = findings(&files);
     assert_eq!(
         found,
         [
             format!("c.rs: {} code lines (> {LIMIT})", LIMIT + 1),
+            "e.rs: names a variant of Criterion:: or Violation:: but is not in EXHAUSTIVE"
+                .to_string(),
             "json/existing_violations.rs: a wildcard arm `_ =>`".to_string(),
+            "message.rs: `Criterion::ContainsAnyOf` compared with `==` or `!=`".to_string(),
+            "message.rs: `Violation::DoesNotContainAllOf` compared with `==` or `!=`".to_string(),
+            "message.rs: `Criterion::ContainsAllOf` tested by a refutable `let`".to_string(),
+            "message.rs: `Violation::ContainsOtherThan` tested by a refutable `let`".to_string(),
+            "message.rs: `Violation::ContainsAllOf` tested by `matches!`".to_string(),
             "import cycle: a <-> b".to_string(),
         ]
     );

@@ -71,8 +71,8 @@ fn the_projects_suites_pass() {
     );
 }
 
-/// Each suite reads as the JSON Schema the README links says, and the
-/// schema refuses what the reader refuses.
+/// Each suite reads as the JSON Schema that `docs/test.md` links says, and
+/// the schema refuses what the reader refuses.
 #[test]
 fn the_suites_keep_to_the_schema() {
     let schema: Value = serde_json::from_str(
@@ -309,12 +309,12 @@ fn what_cannot_be_used_is_an_error_that_names_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The README's test file ("Test your settings"), beside the files it
-/// names, passes, and its output is the README's.
+/// The first test file of `docs/test.md` ("A first test file"), beside the
+/// files it names, passes, and its output is the one the page shows.
 #[test]
-fn the_readmes_test_file_passes_as_shown() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let section = &readme[readme.find("## Test your settings").expect("the section")..];
+fn the_first_test_file_of_the_test_page_passes_as_shown() {
+    let page = std::fs::read_to_string(root().join("docs/test.md")).unwrap();
+    let section = &page[page.find("## A first test file").expect("the section")..];
     let block = |fence: &str| {
         let start = section.find(fence).expect(fence) + fence.len();
         section[start..start + section[start..].find("```").unwrap()].to_string()

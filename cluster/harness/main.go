@@ -9,6 +9,7 @@ package main
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -31,20 +32,52 @@ type policy struct {
 	// in the repository), served with `policy-runner serve --policy`.
 	settings, manifest string
 	// The one namespace the webhook judges; "" for every namespace but
-	// kube-system (the README's selector) and the groups' namespaces.
+	// kube-system (the example policy's selector) and the groups' namespaces.
 	namespace string
 	// What the audit of an object made before the policy without
 	// example.com/owner must say; "" where such an object passes.
 	lacksOwner string
 }
 
-// The README's recommended settings for workloads, as tests/cluster.rs
-// judges the hand-written requests with them.
-var policies = []policy{
-	{id: "owner-required", settings: `{"criteria":"containsAllOf","values":["example.com/owner"]}`,
-		lacksOwner: `lacks required annotations; add "example.com/owner"`},
-	{id: "allowlist", settings: `{"criteria":"doesNotContainOtherThan","values":["example.com/*"]}`},
-	{id: "denylist", settings: `{"criteria":"doesNotContainAnyOf","values":["example.com/debug","example.com/skip-*"]}`},
+// The README's recommended settings for workloads, each with the id of its
+// webhook: the one list, which the tests read too (the recordings and the
+// hand-written requests are judged with them in tests/recorded.rs,
+// tests/cluster.rs and e2e.bats; tests/cluster.rs holds them to the
+// documentation and to cluster/policies/).
+//
+//go:embed recommended.json
+var recommendedJSON []byte
+
+var policies = recommended()
+
+// recommended reads recommended.json, each policy's settings compact as
+// the recordings' index.json holds them.
+func recommended() []policy {
+	var entries []struct {
+		ID       string          `json:"id"`
+		Settings json.RawMessage `json:"settings"`
+	}
+	decoder := json.NewDecoder(bytes.NewReader(recommendedJSON))
+	decoder.DisallowUnknownFields()
+	if err := decoder.Decode(&entries); err != nil {
+		panic(fmt.Sprintf("recommended.json: %v", err))
+	}
+	// What an audit of an object made before the policy without
+	// example.com/owner says, by policy.
+	lacksOwner := map[string]string{"owner-required": `lacks required annotations; add "example.com/owner"`}
+	var out []policy
+	for _, e := range entries {
+		var settings bytes.Buffer
+		if err := json.Compact(&settings, e.Settings); err != nil {
+			panic(fmt.Sprintf("recommended.json: %s: %v", e.ID, err))
+		}
+		out = append(out, policy{id: e.ID, settings: settings.String(), lacksOwner: lacksOwner[e.ID]})
+		delete(lacksOwner, e.ID)
+	}
+	if len(lacksOwner) > 0 {
+		panic(fmt.Sprintf("recommended.json lacks the policies %v", lacksOwner))
+	}
+	return out
 }
 
 // group is a ClusterAdmissionPolicyGroup of the owner requirement and the

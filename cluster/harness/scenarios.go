@@ -100,7 +100,7 @@ func items(list map[string]any) []map[string]any {
 // registerWebhooks starts one webhook a policy (policy-runner serve, unless
 // an external one is given) and registers them as Kubewarden's controller
 // would: metadata.yml's rules, failurePolicy Fail, sideEffects None,
-// matchPolicy Equivalent, and the README's namespaceSelector (the group's
+// matchPolicy Equivalent, and the example policy's namespaceSelector (the group's
 // namespace left out), or the group's.
 func (h *harness) registerWebhooks() error {
 	var metadata struct {

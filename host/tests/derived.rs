@@ -113,6 +113,17 @@ fn derived_objects_carry_the_keys_the_controllers_wrote() {
             .unwrap()
             .remove("ownerReferences");
         let chain = derived(&root);
+        // Each object made is of a kind the policy's table says its maker
+        // makes.
+        for candidate in &chain[1..] {
+            let maker = candidate.made_by.expect("a derived object has its maker");
+            let kind = &candidate.object["kind"];
+            assert!(
+                maker.identity.makes.iter().any(|made| kind == made),
+                "{from}: {} makes {kind}, which bookkeeping::CONTROLLERS does not say",
+                maker.identity.account
+            );
+        }
         for expected in made.iter() {
             // The recorded object's kind among those made (a StatefulSet
             // makes its claims before its Pod).
@@ -128,7 +139,7 @@ fn derived_objects_carry_the_keys_the_controllers_wrote() {
                 sent["userInfo"]["username"].as_str().unwrap(),
                 "{from} -> {expected}: the controller's identity"
             );
-            held.insert(controller.account);
+            held.insert(controller.identity.account);
             let expected = recorded(expected);
             assert_eq!(candidate.object["kind"], expected["kind"], "{from}");
             assert_eq!(
@@ -144,7 +155,7 @@ fn derived_objects_carry_the_keys_the_controllers_wrote() {
         }
     }
     // Every controller the check derives with, held to a recorded sender.
-    let all: BTreeSet<&str> = CONTROLLERS.iter().map(|c| c.account).collect();
+    let all: BTreeSet<&str> = CONTROLLERS.iter().map(|c| c.identity.account).collect();
     assert_eq!(held, all, "a row of CONTROLLERS that no chain holds");
 }
 

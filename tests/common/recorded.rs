@@ -3,26 +3,53 @@
 //! the verdicts its webhooks gave (`index.json`).
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
 use super::root;
 
-/// The README's recommended settings, as cluster/harness registers them.
-pub const RECOMMENDED: [(&str, &str); 3] = [
-    (
-        "owner-required",
-        r#"{"criteria":"containsAllOf","values":["example.com/owner"]}"#,
-    ),
-    (
-        "allowlist",
-        r#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"]}"#,
-    ),
-    (
-        "denylist",
-        r#"{"criteria":"doesNotContainAnyOf","values":["example.com/debug","example.com/skip-*"]}"#,
-    ),
-];
+/// The README's recommended settings, each with the id of the webhook the
+/// cluster tests register with them: the one list, which cluster/harness
+/// embeds and e2e.bats reads too.
+pub const RECOMMENDED: &str = "cluster/harness/recommended.json";
+
+/// `RECOMMENDED`'s settings, in its order: (id, the settings as compact
+/// JSON).
+pub fn recommended() -> &'static [(String, String)] {
+    static READ: OnceLock<Vec<(String, String)>> = OnceLock::new();
+    READ.get_or_init(|| {
+        let text = std::fs::read_to_string(root().join(RECOMMENDED)).expect(RECOMMENDED);
+        let entries: Vec<Value> = serde_json::from_str(&text).expect(RECOMMENDED);
+        entries
+            .iter()
+            .map(|entry| {
+                let fields: Vec<&String> = entry.as_object().expect("an object").keys().collect();
+                assert_eq!(fields, ["id", "settings"], "{RECOMMENDED}: {entry}");
+                let id = entry["id"].as_str().expect("an id");
+                assert!(entry["settings"].is_object(), "{RECOMMENDED}: {id}");
+                (id.to_string(), entry["settings"].to_string())
+            })
+            .collect()
+    })
+}
+
+/// The recommended settings of the webhook `id`.
+pub fn recommended_settings(id: &str) -> &'static str {
+    recommended()
+        .iter()
+        .find(|(i, _)| i == id)
+        .map(|(_, settings)| settings.as_str())
+        .unwrap_or_else(|| panic!("{RECOMMENDED} has no {id}"))
+}
+
+/// `settings` with `field` set to `value`: the variations the tests judge
+/// beside the recommended settings.
+pub fn with(settings: &str, field: &str, value: impl Into<Value>) -> String {
+    let mut settings: Value = serde_json::from_str(settings).expect("settings");
+    settings[field] = value.into();
+    settings.to_string()
+}
 
 /// The user the harness acts as (kubeadm's administrator).
 pub const ADMIN: &str = "kubernetes-admin";
@@ -99,7 +126,7 @@ pub fn recordings() -> Vec<Recording> {
             .iter()
             .map(|(id, s)| (id.clone(), s.to_string()))
             .collect();
-        for (id, text) in RECOMMENDED {
+        for (id, text) in recommended() {
             let recorded = settings.iter().find(|(i, _)| i == id).expect(id);
             let parsed: Value = serde_json::from_str(text).unwrap();
             assert_eq!(recorded.1, parsed.to_string(), "{release}: {id}");

@@ -1,6 +1,6 @@
 # The benchmark's two rules for conftest (OPA), one document at a time: a
 # workload (the kinds in metadata.yml) names its owner, and carries no
-# annotation outside example.com/ but the keys of the README's table of
+# annotation outside example.com/ but the keys of docs/kubernetes-keys.md's table of
 # those Kubernetes writes itself (allowed everywhere: conftest cannot tell
 # who sends a request from a file).
 package main

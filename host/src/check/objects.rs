@@ -29,6 +29,8 @@
 
 use std::collections::HashSet;
 
+use annotations_policy::bookkeeping;
+use annotations_policy::provenance::CONTROLLER_ACCOUNT;
 use serde_json::{Map, Value, json};
 
 pub mod fields;
@@ -55,15 +57,14 @@ pub struct Candidate {
 /// objects it owns.
 #[derive(Debug)]
 pub struct Controller {
-    /// The kind of object it makes others from.
-    pub owns: &'static str,
-    /// What an object of that kind must hold for the API server to take it.
+    /// Who it is (its service account), the kind of object it makes others
+    /// from and the kinds it makes: the policy's row, so that the requests
+    /// `check` sends as a controller and the keys the policy lets that
+    /// controller write name the same one.
+    pub identity: &'static bookkeeping::Controller,
+    /// What an object of the kind it owns must hold for the API server to
+    /// take it.
     requires: Requires,
-    /// The service account it acts as in kube-system: kubeadm runs the
-    /// controller manager with `--use-service-account-credentials`, and the
-    /// names are those of Kubernetes' bootstrap RBAC policy
-    /// (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go`).
-    pub account: &'static str,
     /// Why it makes nothing from an object it owns now, by the object's
     /// choice (paused, suspended): said, since nothing it would make is
     /// checked.
@@ -73,22 +74,28 @@ pub struct Controller {
 }
 
 impl Controller {
+    /// The kind of object it makes others from.
+    pub fn owns(&self) -> &'static str {
+        self.identity.owner.kind
+    }
+
     /// The `userInfo.username` of its requests.
     pub fn username(&self) -> String {
-        format!("system:serviceaccount:kube-system:{}", self.account)
+        format!("{CONTROLLER_ACCOUNT}{}", self.identity.account)
     }
 }
 
-/// Every controller whose objects the check derives, one row each.
+/// Every controller whose objects the check derives, one row each, in the
+/// order of the policy's table (`bookkeeping::CONTROLLERS`), whose rows
+/// they hold.
 pub static CONTROLLERS: [Controller; 7] = [
     Controller {
-        owns: "Deployment",
+        identity: &bookkeeping::DEPLOYMENT_CONTROLLER,
         requires: Requires {
             api_version: "apps/v1",
             selector: true,
             containers: TEMPLATE,
         },
-        account: "deployment-controller",
         idle: |d| {
             (d["spec"]["paused"] == true).then_some(
                 "is paused (`spec.paused: true`): its controller makes no ReplicaSet until it \
@@ -98,46 +105,42 @@ pub static CONTROLLERS: [Controller; 7] = [
         makes: |d| vec![deployment_replicaset(d)],
     },
     Controller {
-        owns: "ReplicaSet",
+        identity: &bookkeeping::REPLICASET_CONTROLLER,
         requires: Requires {
             api_version: "apps/v1",
             selector: true,
             containers: TEMPLATE,
         },
-        account: "replicaset-controller",
         idle: |_| None,
         makes: |rs| pods_if_scaled(rs, None),
     },
     Controller {
-        owns: "ReplicationController",
+        identity: &bookkeeping::REPLICATION_CONTROLLER,
         requires: Requires {
             api_version: "v1",
             selector: false,
             containers: TEMPLATE,
         },
-        account: "replication-controller",
         idle: |_| None,
         makes: |rc| pods_if_scaled(rc, None),
     },
     Controller {
-        owns: "DaemonSet",
+        identity: &bookkeeping::DAEMON_SET_CONTROLLER,
         requires: Requires {
             api_version: "apps/v1",
             selector: true,
             containers: TEMPLATE,
         },
-        account: "daemon-set-controller",
         idle: |_| None,
         makes: |ds| vec![pod(ds, None)],
     },
     Controller {
-        owns: "StatefulSet",
+        identity: &bookkeeping::STATEFULSET_CONTROLLER,
         requires: Requires {
             api_version: "apps/v1",
             selector: true,
             containers: TEMPLATE,
         },
-        account: "statefulset-controller",
         idle: |_| None,
         // Ordinal 0's claims, then its Pod, as the controller makes them.
         makes: |sts| match replicas(sts) {
@@ -150,13 +153,12 @@ pub static CONTROLLERS: [Controller; 7] = [
         },
     },
     Controller {
-        owns: "Job",
+        identity: &bookkeeping::JOB_CONTROLLER,
         requires: Requires {
             api_version: "batch/v1",
             selector: false,
             containers: TEMPLATE,
         },
-        account: "job-controller",
         idle: |job| {
             (job["spec"]["suspend"] == true).then_some(
                 "is suspended (`spec.suspend: true`): its controller makes no Pod until it is \
@@ -169,13 +171,12 @@ pub static CONTROLLERS: [Controller; 7] = [
         },
     },
     Controller {
-        owns: "CronJob",
+        identity: &bookkeeping::CRONJOB_CONTROLLER,
         requires: Requires {
             api_version: "batch/v1",
             selector: false,
             containers: JOB_TEMPLATE,
         },
-        account: "cronjob-controller",
         idle: |cj| {
             (cj["spec"]["suspend"] == true).then_some(
                 "is suspended (`spec.suspend: true`): its controller makes no Job until it is \
@@ -256,7 +257,7 @@ pub fn idle(object: &Value) -> Option<&'static str> {
 
 /// The controller that makes objects from objects of `kind`, if any.
 fn controller_of(kind: &str) -> Option<&'static Controller> {
-    CONTROLLERS.iter().find(|c| c.owns == kind)
+    CONTROLLERS.iter().find(|c| c.owns() == kind)
 }
 
 /// How the objects of the input reach the API server.
@@ -731,13 +732,31 @@ mod tests {
         assert_eq!(scaled(&Value::Null, 1, "25%"), 1);
     }
 
+    /// A row a controller of the policy's table, in its order, and each
+    /// row's API version in the group of the kind it owns.
+    #[test]
+    fn the_rows_are_the_policys_controllers() {
+        let identities: Vec<bookkeeping::Controller> =
+            CONTROLLERS.iter().map(|c| *c.identity).collect();
+        assert_eq!(identities, bookkeeping::CONTROLLERS);
+        for controller in &CONTROLLERS {
+            let (group, _) = group_version(controller.requires.api_version);
+            assert_eq!(
+                group,
+                controller.identity.owner.group,
+                "{}",
+                controller.owns()
+            );
+        }
+    }
+
     /// Every kind a controller makes objects from, and a Pod, is refused
     /// bare and taken whole, as its own API version defines it.
     #[test]
     fn what_each_kind_requires() {
         let kinds = CONTROLLERS
             .iter()
-            .map(|c| (c.owns, &c.requires))
+            .map(|c| (c.owns(), &c.requires))
             .chain([("Pod", &POD)]);
         for (kind, requires) in kinds {
             let bare = json!({"apiVersion": requires.api_version, "kind": kind, "spec": {}});

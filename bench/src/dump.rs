@@ -1,5 +1,6 @@
-//! The cluster dump the benches judge, made up: `check-bench` and
-//! `peer-bench` include this file.
+//! The cluster dump the benches judge, made up: `check-bench` writes it
+//! as one `List`, `peer-bench` as a stream of documents, and
+//! `tests/check.rs` includes this file.
 
 use std::io::{self, Write};
 
@@ -50,7 +51,6 @@ fn items(objects: usize) -> impl Iterator<Item = Value> {
 
 /// The objects as `kubectl get -A -o yaml` writes them: one `List`, each
 /// item written as YAML writes an entry of a block sequence.
-#[allow(dead_code)] // peer-bench's peers cannot read a List.
 pub fn write_list(objects: usize, out: &mut impl Write) -> io::Result<()> {
     out.write_all(b"apiVersion: v1\nitems:\n")?;
     for item in items(objects) {
@@ -65,7 +65,6 @@ pub fn write_list(objects: usize, out: &mut impl Write) -> io::Result<()> {
 
 /// The same objects as a stream of documents, one an object, for the tools
 /// that cannot read a `List`.
-#[allow(dead_code)] // check-bench reads the List only.
 pub fn write_stream(objects: usize, out: &mut impl Write) -> io::Result<()> {
     for item in items(objects) {
         out.write_all(b"---\n")?;
@@ -75,7 +74,6 @@ pub fn write_stream(objects: usize, out: &mut impl Write) -> io::Result<()> {
 }
 
 /// A dump written to `path` by `write`, through a buffer.
-#[allow(dead_code)]
 pub fn write_file(
     path: &std::path::Path,
     write: impl FnOnce(&mut io::BufWriter<std::fs::File>) -> io::Result<()>,

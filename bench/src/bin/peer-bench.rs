@@ -8,8 +8,8 @@
 //! resident memory (wait4's `ru_maxrss`), the objects each judges and
 //! rejects, and every object on which tools that judge it disagree.
 //!
-//! "floor" is this program reading the same input with `yaml_serde` into
-//! values and nothing else (`peer-bench floor PATH…`).
+//! The "reading floor" is this program reading the same input with
+//! `yaml_serde` into values and nothing else (`peer-bench floor PATH…`).
 //!
 //! ```console
 //! $ make bench-peers                      # scripts/peers installs the peers
@@ -19,8 +19,7 @@
 //! A peer that is not installed in `target/peers/bin` is left out, and said
 //! to be.
 
-#[path = "common/dump.rs"]
-mod dump;
+use policy_benches::dump;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -170,7 +169,7 @@ impl Tool {
             Tool::Kyverno => "kyverno apply",
             Tool::Gator => "gator test",
             Tool::Conftest => "conftest test",
-            Tool::Floor => "floor (yaml_serde alone)",
+            Tool::Floor => "reading floor (yaml_serde alone)",
         }
     }
 
@@ -485,7 +484,7 @@ fn run(args: &[String]) -> Result<(), String> {
     let mut disagreements = String::new();
     let _ = writeln!(
         report,
-        "| input | tool | wall (median of {}) | peak RSS | ×floor time | ×floor memory | objects judged | rejected | derived judged (rejected) |\n|---|---|---|---|---|---|---|---|---|",
+        "| input | tool | wall (median of {}) | peak RSS | ×reading floor, time | ×reading floor, memory | objects judged | rejected | derived judged (rejected) |\n|---|---|---|---|---|---|---|---|---|",
         options.runs
     );
     // First every measurement, then every report read: the memory this

@@ -14,8 +14,7 @@
 
 use std::time::Instant;
 
-#[path = "common/dump.rs"]
-mod dump;
+use policy_benches::dump;
 
 use policy_host::check::{Command, Format, PolicySource, manifests};
 use serde_json::json;
