@@ -1,6 +1,6 @@
 //! Side-by-side benchmark of policy modules through the waPC host: module
-//! size, compile time, and time per `validate` call against a floor (the same
-//! payload sent to `protocol_version`, which parses nothing).
+//! size, compile time, and time per `validate` call against the call floor
+//! (the same payload sent to `protocol_version`, which parses nothing).
 //!
 //! Modules run in interleaved rounds, one warm instance each, so that drift on
 //! a shared machine hits them alike; compare the ratios, not the nanoseconds.
@@ -235,8 +235,8 @@ fn report(cases: &[Case], modules: &mut [Module], rounds: usize) {
     }
     println!();
     println!(
-        "{:<22} {:>10} {:<4} {:>12} {:>14} {:>9} {:>9}",
-        "request", "payload", "", "floor (ns)", "validate (ns)", "x floor", "x m1"
+        "{:<22} {:>10} {:<4} {:>15} {:>14} {:>12} {:>9}",
+        "request", "payload", "", "call floor (ns)", "validate (ns)", "x call floor", "x m1"
     );
     let mut first = vec![0.0; cases.len()];
     for (i, m) in modules.iter_mut().enumerate() {
@@ -247,7 +247,7 @@ fn report(cases: &[Case], modules: &mut [Module], rounds: usize) {
                 first[c] = validate;
             }
             println!(
-                "{:<22} {:>10} {:<4} {:>12.0} {:>14.0} {:>9.2} {:>9.2}",
+                "{:<22} {:>10} {:<4} {:>15.0} {:>14.0} {:>12.2} {:>9.2}",
                 case.name,
                 case.payload.len(),
                 format!("m{}", i + 1),

@@ -27,20 +27,23 @@
 //! `host/tests/derived.rs` holds these objects to it, and cluster/run holds
 //! `check` to the objects a real cluster's controllers make.
 
-use std::collections::HashSet;
-
 use annotations_policy::bookkeeping;
 use annotations_policy::provenance::CONTROLLER_ACCOUNT;
 use serde_json::{Map, Value, json};
 
+mod admission;
 pub mod fields;
 mod kinds;
 mod names;
+mod owners;
 pub mod served;
 
+pub use admission::Admission;
+use admission::admitted;
 pub use kinds::{Addressed, group_version, kubernetes_group, namespaced, resource};
 pub use names::{ILLUSTRATIVE_SUFFIX, generated_name};
 use names::{indexed_pod_base, template_hash};
+pub use owners::{Owners, fingerprint};
 
 /// One object to judge, and the chain of objects it is made from.
 #[derive(Debug, Clone)]
@@ -260,41 +263,6 @@ fn controller_of(kind: &str) -> Option<&'static Controller> {
     CONTROLLERS.iter().find(|c| c.owns() == kind)
 }
 
-/// How the objects of the input reach the API server.
-#[derive(Debug, Clone)]
-pub struct Admission {
-    /// The namespace of a namespaced object that names none (kubectl's).
-    pub namespace: String,
-    /// Whether `kubectl apply` sends them, which records each manifest in
-    /// `kubectl.kubernetes.io/last-applied-configuration`.
-    pub kubectl_apply: bool,
-    /// Whether to make the objects the controllers create from them.
-    pub derive: bool,
-    /// The kinds of custom resource that the input's CustomResourceDefinitions
-    /// declare cluster-wide (`scope: Cluster`).
-    pub cluster_kinds: HashSet<String>,
-}
-
-impl Admission {
-    /// Whether objects of `kind` live in a namespace: Kubernetes' own
-    /// cluster-wide kinds and the input's cluster-wide custom resources do
-    /// not.
-    pub fn namespaced(&self, kind: &str) -> bool {
-        namespaced(kind) && !self.cluster_kinds.contains(kind)
-    }
-
-    /// Learns the custom resource kind `object` declares cluster-wide, if
-    /// it declares one.
-    pub fn learn(&mut self, object: &Value) {
-        if object["kind"] == "CustomResourceDefinition"
-            && object["spec"]["scope"] == "Cluster"
-            && let Some(kind) = object["spec"]["names"]["kind"].as_str()
-        {
-            self.cluster_kinds.insert(kind.to_string());
-        }
-    }
-}
-
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
 const REVISION: &str = "deployment.kubernetes.io/revision";
@@ -310,80 +278,12 @@ const NOT_COPIED: [&str; 6] = [
     "deprecated.deployment.rollback.to",
 ];
 
-/// The owners that objects of the input name as their controller: a
-/// cluster dump holds a Deployment's ReplicaSets and their Pods, which the
-/// check must not make again. Fingerprints, not uids and names: eight
-/// bytes an owned object of a dump of a million, where the strings took
-/// seventy.
-#[derive(Debug, Default)]
-pub struct Owners {
-    uids: HashSet<u64>,
-    /// Of (kind, namespace, name), for owners named without a uid.
-    names: HashSet<u64>,
-}
-
-impl Owners {
-    pub fn of<'v>(objects: impl IntoIterator<Item = &'v Value>) -> Owners {
-        let mut owners = Owners::default();
-        for object in objects {
-            owners.learn(object);
-        }
-        owners
-    }
-
-    /// Learns the controller `object` names, if it names one.
-    pub fn learn(&mut self, object: &Value) {
-        if let Some(owner) = controller_of_object(object) {
-            match owner["uid"].as_str().filter(|uid| !uid.is_empty()) {
-                Some(uid) => self.uids.insert(fingerprint(uid)),
-                // An owner shares its object's namespace.
-                None => self.names.insert(named(
-                    &owner["kind"],
-                    &object["metadata"]["namespace"],
-                    &owner["name"],
-                )),
-            };
-        }
-    }
-
-    /// Whether the input holds objects that `object` controls.
-    fn own_children_in_input(&self, object: &Value) -> bool {
-        let metadata = &object["metadata"];
-        metadata["uid"]
-            .as_str()
-            .is_some_and(|uid| self.uids.contains(&fingerprint(uid)))
-            || self.names.contains(&named(
-                &object["kind"],
-                &metadata["namespace"],
-                &metadata["name"],
-            ))
-    }
-}
-
-/// What stands for a name where the input's names by the million are
-/// only ever compared: the same for the same name on every run; among a
-/// million different names, two share one once in about 37 million runs
-/// (n²/2⁶⁵).
-pub fn fingerprint(name: impl std::hash::Hash) -> u64 {
-    use std::hash::BuildHasher;
-    std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-        .hash_one(name)
-}
-
 /// The ownerReference of `object` that names its controller.
 fn controller_of_object(object: &Value) -> Option<&Value> {
     object["metadata"]["ownerReferences"]
         .as_array()?
         .iter()
         .find(|owner| owner["controller"] == true)
-}
-
-/// An object by its kind, namespace and name, as `Owners` holds it.
-fn named(kind: &Value, namespace: &Value, name: &Value) -> u64 {
-    fn text(value: &Value) -> &str {
-        value.as_str().unwrap_or_default()
-    }
-    fingerprint((text(kind), text(namespace), text(name)))
 }
 
 /// The object of the input as admitted, then each object made from it.
@@ -444,36 +344,6 @@ pub fn place(object: &Value) -> String {
         Some(namespace) => format!("{namespace}/{name}"),
         None => name.to_string(),
     }
-}
-
-/// The object as a validating webhook sees it at its creation.
-fn admitted(manifest: &Value, admission: &Admission) -> Value {
-    let mut object = manifest.clone();
-    let kind = object["kind"].as_str().unwrap_or_default().to_string();
-    if admission.kubectl_apply && annotation(&object, LAST_APPLIED).is_none() {
-        // kubectl records the manifest as given, without this annotation.
-        let text = serde_json::to_string(manifest).unwrap_or_default() + "\n";
-        annotations_mut(&mut object).insert(LAST_APPLIED.into(), text.into());
-    }
-    let metadata = metadata_mut(&mut object);
-    match admission.namespaced(&kind) {
-        true if !metadata.contains_key("namespace") => {
-            metadata.insert("namespace".into(), admission.namespace.clone().into());
-        }
-        true => {}
-        // The API server ignores a namespace on a cluster-wide object.
-        false => {
-            metadata.remove("namespace");
-        }
-    }
-    if metadata.get("name").is_none_or(|n| n.as_str() == Some("")) {
-        let prefix = metadata["generateName"].as_str().unwrap_or("").to_string();
-        metadata.insert("name".into(), generated_name(&prefix).into());
-    }
-    if kind == "DaemonSet" && annotation(&object, TEMPLATE_GENERATION).is_none() {
-        annotations_mut(&mut object).insert(TEMPLATE_GENERATION.into(), "1".into());
-    }
-    object
 }
 
 fn deployment_replicaset(deployment: &Value) -> Value {
