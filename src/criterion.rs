@@ -71,18 +71,8 @@ mod tests {
     /// variants there are.
     #[test]
     fn all_holds_every_variant_in_order() {
-        let source = include_str!("criterion.rs");
-        let body = source
-            .split("pub enum Criterion {")
-            .nth(1)
-            .and_then(|rest| rest.split('}').next())
-            .expect("the enum");
-        let variants: Vec<&str> = body
-            .lines()
-            .map(str::trim)
-            .filter(|line| !line.is_empty() && !line.starts_with("//"))
-            .map(|line| line.trim_end_matches(','))
-            .collect();
+        let variants =
+            crate::test_support::declared_variants(include_str!("criterion.rs"), "Criterion");
         let all: Vec<String> = Criterion::ALL.iter().map(|c| format!("{c:?}")).collect();
         assert_eq!(variants, all);
     }

@@ -368,18 +368,7 @@ mod tests {
     /// `ALL`: a variant left out of it would be read and never documented.
     #[test]
     fn all_holds_every_field_in_order() {
-        let source = include_str!("settings.rs");
-        let body = source
-            .split("pub enum Field {")
-            .nth(1)
-            .and_then(|rest| rest.split('}').next())
-            .expect("the enum");
-        let variants: Vec<&str> = body
-            .lines()
-            .map(str::trim)
-            .filter(|line| !line.is_empty() && !line.starts_with("//"))
-            .map(|line| line.trim_end_matches(','))
-            .collect();
+        let variants = crate::test_support::declared_variants(include_str!("settings.rs"), "Field");
         let all: Vec<String> = Field::ALL.iter().map(|f| format!("{f:?}")).collect();
         assert_eq!(variants, all);
     }

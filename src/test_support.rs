@@ -1,7 +1,8 @@
 //! For tests only (compiled under `cfg(test)`, and included by
 //! `tests/simd.rs`): damaged inputs for property tests, a generated input
 //! cut short, or with one byte dropped, inserted or replaced, which a
-//! decoder must reject (or accept) exactly as its reference does.
+//! decoder must reject (or accept) exactly as its reference does; and the
+//! variants an enum's source text declares.
 
 use proptest::prelude::*;
 
@@ -22,4 +23,19 @@ pub fn damaged(input: Vec<u8>, bytes: &'static [u8]) -> impl Strategy<Value = Ve
         }
         out
     })
+}
+
+/// The variants `pub enum NAME {` declares in `source` (a file's own text,
+/// `include_str!`), in order: what a table of them (`ALL`) must hold.
+pub fn declared_variants<'s>(source: &'s str, name: &str) -> Vec<&'s str> {
+    source
+        .split(&format!("pub enum {name} {{"))
+        .nth(1)
+        .and_then(|rest| rest.split('}').next())
+        .expect("the enum")
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("//"))
+        .map(|line| line.trim_end_matches(','))
+        .collect()
 }

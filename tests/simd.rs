@@ -11,6 +11,8 @@
 //! plain code to itself.
 
 mod common;
+// Its `damaged` only: the module's own tests use the rest.
+#[allow(dead_code)]
 #[path = "../src/test_support.rs"]
 mod test_support;
 

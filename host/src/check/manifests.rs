@@ -301,29 +301,25 @@ fn read_stream(file: &str, input: impl Read + Seek, found: &mut dyn FnMut(Input)
     if cr_only(&mut input) {
         return read_cr_only(file, input, found);
     }
-    let read = {
-        stream::read_all(&mut input, &mut |document| match document {
-            Found::Document(line, Ok(value)) => {
-                take_document(value, file_source(file, line), found)
-            }
-            Found::Document(line, Err(reason)) => found(Input::Unusable(Unusable {
-                source: file_source(file, line),
-                reason,
-            })),
-            Found::Item { line, index, value } => {
-                let source = Source {
-                    item: Some(index),
-                    ..file_source(file, line)
-                };
-                take_item(value, source, found)
-            }
-            Found::Template(line, template) => found(Input::Note(Note {
-                source: file_source(file, line),
-                text: templates::note(&template),
-                unrendered: true,
-            })),
-        })
-    };
+    let read = stream::read_all(&mut input, &mut |document| match document {
+        Found::Document(line, Ok(value)) => take_document(value, file_source(file, line), found),
+        Found::Document(line, Err(reason)) => found(Input::Unusable(Unusable {
+            source: file_source(file, line),
+            reason,
+        })),
+        Found::Item { line, index, value } => {
+            let source = Source {
+                item: Some(index),
+                ..file_source(file, line)
+            };
+            take_item(value, source, found)
+        }
+        Found::Template(line, template) => found(Input::Note(Note {
+            source: file_source(file, line),
+            text: templates::note(&template),
+            unrendered: true,
+        })),
+    });
     if let Err(e) = read {
         found(Input::Unusable(whole(file, format!("cannot read: {e}"))));
     }

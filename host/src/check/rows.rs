@@ -119,22 +119,14 @@ impl Rows {
 
     /// The rows in the order they were pushed; an error when the file
     /// they are kept in cannot be read.
-    pub fn iter(&self) -> impl Iterator<Item = io::Result<Row>> + '_ {
-        let (memory, file) = match &self.kept {
-            Kept::Memory(rows) => (Some(rows.iter().cloned().map(Ok)), None),
-            Kept::Written(file) => (None, Some(Lines::new(file, self.len))),
-            Kept::Writing { .. } => {
-                let unfinished = io::Error::other("the rows were read before they were finished");
-                return Box::new(std::iter::once(Err(unfinished)))
-                    as Box<dyn Iterator<Item = io::Result<Row>>>;
-            }
-        };
-        Box::new(
-            memory
-                .into_iter()
-                .flatten()
-                .chain(file.into_iter().flatten()),
-        )
+    pub fn iter(&self) -> Box<dyn Iterator<Item = io::Result<Row>> + '_> {
+        match &self.kept {
+            Kept::Memory(rows) => Box::new(rows.iter().cloned().map(Ok)),
+            Kept::Written(file) => Box::new(Lines::new(file, self.len)),
+            Kept::Writing { .. } => Box::new(std::iter::once(Err(io::Error::other(
+                "the rows were read before they were finished",
+            )))),
+        }
     }
 }
 
