@@ -474,3 +474,18 @@ fn generated_streams_read_as_kubectl_reads_them() {
         );
     }
 }
+
+/// The generated streams, written where the cluster tests apply them to a
+/// live API server (`cluster/run` runs this with `DECODER_STREAMS` set to
+/// an empty directory): the same files the decoder is held to above.
+#[test]
+#[ignore = "run by cluster/run, which names the directory"]
+fn write_generated_streams() {
+    let dir = PathBuf::from(
+        std::env::var_os("DECODER_STREAMS").expect("DECODER_STREAMS names the directory"),
+    );
+    std::fs::create_dir_all(&dir).unwrap();
+    for (n, text) in streams(1000).into_iter().enumerate() {
+        std::fs::write(dir.join(format!("{n:03}.yaml")), text).unwrap();
+    }
+}
