@@ -58,6 +58,8 @@ struct Entry {
     /// The place in a List (the outermost).
     item: Option<usize>,
     read: Read,
+    /// The object read, as JSON: what its YAML reads as.
+    object: Option<Value>,
 }
 
 /// What `check` reads of `file`.
@@ -67,7 +69,7 @@ fn checked(file: &Path) -> Vec<Entry> {
         &[file.display().to_string()],
         Search { hidden: true },
         &mut |input| {
-            let (source, read) = match input {
+            let (source, read, object) = match input {
                 Input::Manifest(manifest) => {
                     let metadata = &manifest.object["metadata"];
                     let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
@@ -76,15 +78,18 @@ fn checked(file: &Path) -> Vec<Entry> {
                         namespace: text(&metadata["namespace"]),
                         name: text(&metadata["name"]),
                     };
-                    (manifest.source, read)
+                    (manifest.source, read, Some(manifest.object))
                 }
-                Input::Unusable(unusable) => (unusable.source, Read::Refused(unusable.reason)),
-                Input::Note(note) => (note.source, Read::Refused(note.text)),
+                Input::Unusable(unusable) => {
+                    (unusable.source, Read::Refused(unusable.reason), None)
+                }
+                Input::Note(note) => (note.source, Read::Refused(note.text), None),
             };
             entries.push(Entry {
                 line: source.line,
                 item: source.item,
                 read,
+                object,
             });
         },
     );
@@ -117,6 +122,7 @@ fn decoded(files: &[PathBuf]) -> BTreeMap<String, Vec<Entry>> {
                     name: text("name"),
                 },
             },
+            object: record.get("object").cloned(),
         };
         read.entry(text("file")).or_default().push(entry);
     }
@@ -196,7 +202,9 @@ fn compare(file: &str, checked: &[Entry], kubectl: &[Entry]) -> Result<Vec<Diffe
         || rest.starts_with("---\r\n\u{feff}")
         || rest.starts_with("---\r\u{feff}")
         || text.contains("\u{feff}---")
-        || text.contains("\u{feff}{");
+        || text.contains("\u{feff}{")
+        // After JSON, kubectl's decoder keeps a mark wherever it is.
+        || (json_first && rest.contains('\u{feff}'));
     let fail = |what: String| match bom_inside {
         true => Ok(vec![Difference::BomInside]),
         false => Err(format!(
@@ -210,11 +218,18 @@ fn compare(file: &str, checked: &[Entry], kubectl: &[Entry]) -> Result<Vec<Diffe
         };
         let difference = match (&ours.read, &theirs.read) {
             (Read::Object { .. }, Read::Object { .. }) => {
+                if let (Some(ours), Some(theirs)) = (&ours.object, &theirs.object)
+                    && !same_json(ours, theirs)
+                {
+                    return fail(format!("read as other JSON: {ours} / {theirs}"));
+                }
                 match (ours.read == theirs.read, ours.line == theirs.line) {
                     (true, true) => None,
                     (true, false) if json_first && ours.item.is_some() => {
                         Some(Difference::AfterJson)
                     }
+                    // kubectl counts lines by LF alone.
+                    (true, false) if cr_only => Some(Difference::CrOnly),
                     _ => return fail(format!("read otherwise: {ours:?} / {theirs:?}")),
                 }
             }
@@ -292,6 +307,23 @@ fn compare(file: &str, checked: &[Entry], kubectl: &[Entry]) -> Result<Vec<Diffe
             Ok(differences)
         }
         Some(extra) => fail(format!("check read more: {extra:?}")),
+    }
+}
+
+/// Whether two JSON values are the same to the API server: numbers by
+/// value (kubectl writes `1.0` as `1`), everything else exactly.
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_json(a, b))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(key, a)| b.get(key).is_some_and(|b| same_json(a, b)))
+        }
+        (a, b) => a == b,
     }
 }
 
@@ -397,6 +429,66 @@ const DOCUMENTS: &[&str] = &[
     "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: patch@}\nspec: {replicas: 3}\n",
     "apiVersion: apps/v1\nkind: Deploymnet\nmetadata: {name: m@}\n",
     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: s@\n  labels: {on: \"yes\"}\n",
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ya@\n  annotations:\n    example.com/owner: %\n",
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yl@\n  labels:\n    tier: %\n    %: key\n",
+    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: yd@, annotations: {a: %}}\ndata:\n  %: x\n  value: %\n",
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: yr@}\nspec:\n  replicas: %\n  selector: {matchLabels: {app: r}}\n  template:\n    metadata: {labels: {app: r}}\n    spec:\n      automountServiceAccountToken: %\n      containers:\n      - name: c\n        image: i\n        env:\n        - {name: A, value: %}\n      volumes:\n      - name: s\n        secret: {secretName: s, defaultMode: %}\n",
+    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: yp@\n  annotations: {%: x}\nspec:\n  hostNetwork: %\n  containers: [{name: c, image: i, args: [%]}]\n",
+];
+
+/// The scalars of YAML 1.1 that YAML 1.2 reads otherwise, and their quoted
+/// twins: each fills the `%` of a document, in annotations and labels
+/// (strings only), integer and string fields, booleans.
+const SCALARS: &[&str] = &[
+    "yes",
+    "Yes",
+    "NO",
+    "no",
+    "on",
+    "Off",
+    "y",
+    "n",
+    "Y",
+    "true",
+    "false",
+    "~",
+    "null",
+    "0400",
+    "0755",
+    "08",
+    "0x1F",
+    "0o17",
+    "0b101",
+    "1_0",
+    "+12",
+    "-0",
+    "1.0",
+    "1.5",
+    "1e3",
+    ".5",
+    ".inf",
+    "-.inf",
+    ".nan",
+    "2024-01-15",
+    "12:30",
+    "v1",
+    "plain words",
+    "'yes'",
+    "\"0400\"",
+    "'1_0'",
+    "\"on\"",
+    "!!str 0755",
+    "!!int \"12\"",
+    "!!float 3",
+    "'~'",
+    "\"\"",
+    "''",
+    "123456789012345678901",
+    "18446744073709551615",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "0x",
+    "1:20",
 ];
 
 /// Streams of generated documents, between every kind of marker, with and
@@ -408,6 +500,7 @@ fn streams(count: usize) -> Vec<String> {
         proptest::collection::vec(
             (
                 0..DOCUMENTS.len(),
+                proptest::collection::vec(0..SCALARS.len(), 4),
                 prop_oneof![
                     Just("---\n"),
                     Just("--- # marker\n"),
@@ -430,11 +523,16 @@ fn streams(count: usize) -> Vec<String> {
             if bom {
                 text.push('\u{feff}');
             }
-            for (i, (document, marker)) in documents.iter().enumerate() {
+            for (i, (document, scalars, marker)) in documents.iter().enumerate() {
                 if i > 0 || leading {
                     text.push_str(marker);
                 }
-                text.push_str(&DOCUMENTS[*document].replace('@', &format!("-{n}-{i}")));
+                let mut document = DOCUMENTS[*document].replace('@', &format!("-{n}-{i}"));
+                for scalar in scalars {
+                    document = document.replacen('%', SCALARS[*scalar], 1);
+                }
+                // A scalar quoted where it stands: `"%"`.
+                text.push_str(&document.replace('%', SCALARS[scalars[0]]));
             }
             text.replace('\n', ends)
         })

@@ -19,7 +19,7 @@
 // Output, one JSON object a line, in the order kubectl reads the objects:
 //
 //	{"file": ARG, "line": N, "item": [i, ...] or null, "apiVersion": "...", "kind": "...",
-//	 "namespace": "...", "name": "...", "refused": null or "error text"}
+//	 "namespace": "...", "name": "...", "refused": null or "error text", "object": {...}}
 //
 // Exit status: 0 when every argument could be read (refusals are data), 2 on a usage
 // error or an unreadable file (then nothing is printed).
@@ -76,6 +76,9 @@ type record struct {
 	Namespace  string  `json:"namespace"`
 	Name       string  `json:"name"`
 	Refused    *string `json:"refused"`
+	// The object as kubectl sends it, where it was decoded: what its YAML
+	// reads as (YAML 1.1's scalars, keys made strings).
+	Object json.RawMessage `json:"object,omitempty"`
 }
 
 func main() {
@@ -873,6 +876,11 @@ func fillFromObject(rec *record, obj runtime.Object) {
 	rec.APIVersion, rec.Kind = gvk.GroupVersion().String(), gvk.Kind
 	if acc, err := meta.Accessor(obj); err == nil {
 		rec.Name, rec.Namespace = acc.GetName(), acc.GetNamespace()
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if body, err := json.Marshal(u.Object); err == nil {
+			rec.Object = body
+		}
 	}
 }
 

@@ -24,6 +24,7 @@ mod json;
 mod refusals;
 mod stream;
 mod templates;
+mod yaml;
 
 use claims::Claims;
 use documents::Found;

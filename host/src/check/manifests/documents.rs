@@ -5,12 +5,10 @@
 //! (`kubectl get -o json` in a loop, NDJSON). JSON or YAML is decided by the
 //! content, never by the file's name.
 //!
-//! `yaml_serde` (the maintained successor of `serde_yaml`, which Kubewarden
-//! moved to) parses each document. It reports no position for a document
-//! that parses, and one broken document ends its stream; so the stream is
-//! cut at its document markers first (`cut.rs`), and each piece is parsed
-//! alone: every document gets its line, and a broken one hides none of the
-//! others.
+//! kubectl's reader cuts a stream at its document markers and hands each
+//! piece to its YAML library alone; so does this (`cut.rs`), and each piece
+//! is read as kubectl reads it (`yaml.rs`): every document gets its line,
+//! and a broken one hides none of the others.
 
 use serde_json::Value;
 
@@ -104,7 +102,7 @@ fn json_values(text: &str) -> Result<Vec<Read>, Read> {
             Err(error) => {
                 let message = error.to_string();
                 let reason = match message.strip_prefix("recursion limit exceeded") {
-                    Some(at) => too_deep(at),
+                    Some(at) => super::yaml::too_deep(at),
                     None => format!("not JSON: {message}"),
                 };
                 return Err((error.line().max(1), Err(reason)));
@@ -156,58 +154,19 @@ pub(super) fn yaml_document(piece: Piece<'_>) -> Read {
         }
         None => piece,
     };
-    if let Some(line) = flow_too_deep(piece.text) {
-        let line = piece.first_line + line - 1;
-        return (line, Err(too_deep(&format!(" at line {line}"))));
+    match super::yaml::to_json(piece.text, piece.first_line) {
+        Ok(json) => (piece.content_line, parse_json(&json)),
+        Err(refusal) => (refusal.line, Err(refusal.reason)),
     }
-    let parsed = match piece.text.contains("<<") {
-        // Merging needs the library's own values, converted after.
-        true => yaml_serde::from_str::<yaml_serde::Value>(piece.text)
-            .and_then(|mut value| {
-                value.apply_merge()?;
-                Ok(value)
-            })
-            .map(|value| {
-                serde_json::to_value(value).map_err(|e| {
-                    format!("not usable as JSON, as the API server reads objects: {e}")
-                })
-            }),
-        // Nearly every document: straight to JSON values, a fifth of the
-        // time of a dump spent the other way.
-        false => yaml_serde::from_str::<Strict>(piece.text).map(|strict| Ok(strict.0)),
-    };
-    match parsed {
-        Ok(value) => (piece.content_line, value),
-        Err(error) => {
-            let line = error
-                .location()
-                .map_or(piece.content_line, |at| piece.first_line + at.line() - 1);
-            // The parser places a key given twice at its mapping: the key's
-            // second place is where to look.
-            let text = error.to_string();
-            if let Some(key) = duplicate_key(&text) {
-                let line =
-                    second_place(piece.text, key).map_or(line, |at| piece.first_line + at - 1);
-                // `metadata.annotations: duplicate entry …`: where, then what.
-                let mapping = text
-                    .split_once(": duplicate entry")
-                    .map_or(String::new(), |(at, _)| format!("`{at}`: "));
-                return (
-                    line,
-                    Err(format!(
-                        "{mapping}the key {key:?} is given twice (kubectl would keep the last, \
-                         without a word): keep one"
-                    )),
-                );
-            }
-            let message = in_file_lines(&text, piece.first_line - 1);
-            let reason = match message.strip_prefix("recursion limit exceeded") {
-                Some(at) => too_deep(at),
-                None => format!("not YAML: {message}"),
-            };
-            (line, Err(reason))
-        }
-    }
+}
+
+/// The JSON the YAML reader wrote, as a value. Its depth is bounded by
+/// the reader's.
+fn parse_json(json: &str) -> Result<Value, String> {
+    let mut reader = serde_json::Deserializer::from_str(json);
+    reader.disable_recursion_limit();
+    serde::Deserialize::deserialize(&mut reader)
+        .map_err(|e| format!("the YAML reader wrote no JSON ({e}): a bug of policy-runner"))
 }
 
 /// Where a byte-order mark opens the document (first thing in it, or
@@ -230,213 +189,6 @@ fn document_mark(text: &str, first_line: usize) -> Option<usize> {
         after.is_empty() || after.starts_with('#')
     };
     (marker && rest.starts_with('\u{feff}')).then_some(first.len() + 1)
-}
-
-/// The parser's depth limit: no manifest nests so deep.
-const MAX_DEPTH: usize = 128;
-
-fn too_deep(at: &str) -> String {
-    format!("nested more than {MAX_DEPTH} levels deep{at}: no object nests so deep")
-}
-
-/// The line (from 1) where flow collections (`[`, `{`) first nest deeper
-/// than `MAX_DEPTH`, outside quotes and comments. The parser would refuse
-/// such a document too, but only after scanning it in time that grows with
-/// its length times its depth; this finds it in one pass. (Brackets in a
-/// block scalar count too: only a text that opens more than 128 without
-/// closing them is refused for it.)
-fn flow_too_deep(text: &str) -> Option<usize> {
-    let (mut depth, mut line) = (0usize, 1);
-    let mut bytes = text.bytes().peekable();
-    let mut previous = b'\n';
-    while let Some(b) = bytes.next() {
-        match b {
-            b'\n' => line += 1,
-            b'#' if previous.is_ascii_whitespace() => {
-                while bytes.next_if(|&b| b != b'\n').is_some() {}
-            }
-            b'"' => {
-                while let Some(b) = bytes.next() {
-                    match b {
-                        b'\\' => {
-                            bytes.next();
-                        }
-                        b'"' => break,
-                        b'\n' => line += 1,
-                        _ => {}
-                    }
-                }
-            }
-            b'\'' if depth > 0 || !previous.is_ascii_alphanumeric() => {
-                for b in bytes.by_ref() {
-                    match b {
-                        b'\'' => break,
-                        b'\n' => line += 1,
-                        _ => {}
-                    }
-                }
-            }
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return Some(line);
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        previous = b;
-    }
-    None
-}
-
-/// A JSON value read from YAML, refusing a mapping that names a key twice
-/// (which `serde_json::Value` would keep the last of, and the API server
-/// refuses). serde offers no such value: this is `Value`'s own visitor with
-/// that one check.
-struct Strict(Value);
-
-impl<'de> serde::Deserialize<'de> for Strict {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(StrictVisitor).map(Strict)
-    }
-}
-
-struct StrictVisitor;
-
-impl<'de> serde::de::Visitor<'de> for StrictVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a value JSON can hold")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(v.into())
-    }
-
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_string()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(Strict(item)) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut members = serde_json::Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let Strict(value) = map.next_value()?;
-            if members.contains_key(&key) {
-                return Err(serde::de::Error::custom(format_args!(
-                    "duplicate entry with key {key:?}"
-                )));
-            }
-            members.insert(key, value);
-        }
-        Ok(Value::Object(members))
-    }
-}
-
-/// The key a `Strict` refusal names, if it is one.
-fn duplicate_key(message: &str) -> Option<&str> {
-    let rest = message.split_once("duplicate entry with key \"")?.1;
-    Some(&rest[..rest.find('"')?])
-}
-
-/// The line (from 1) of the second place of `key` in one block mapping of
-/// `text`: the same column, and no line between them less indented (which
-/// would end the mapping). `None` for a flow mapping, or a key written
-/// otherwise (quoted with escapes): the mapping's line stands.
-fn second_place(text: &str, key: &str) -> Option<usize> {
-    let keyed = |rest: &str| {
-        [key.to_string(), format!("\"{key}\""), format!("'{key}'")]
-            .iter()
-            .any(|written| {
-                rest.strip_prefix(written.as_str())
-                    .is_some_and(|after| after.trim_start_matches([' ', '\t']).starts_with(':'))
-            })
-    };
-    // Open places: (column, line) of the key's first place in a mapping
-    // not yet ended.
-    let mut open: Vec<usize> = Vec::new();
-    for (number, line) in text.lines().enumerate() {
-        let indent = line.len() - line.trim_start_matches(' ').len();
-        let rest = &line[indent..];
-        if rest.is_empty() || rest.starts_with('#') {
-            continue;
-        }
-        open.retain(|&column| indent >= column);
-        // Past a sequence's dashes, where a mapping in an entry starts.
-        let (mut column, mut rest) = (indent, rest);
-        loop {
-            if keyed(rest) {
-                match open.contains(&column) {
-                    true => return Some(number + 1),
-                    false => open.push(column),
-                }
-            }
-            match rest.strip_prefix("- ") {
-                Some(after) => {
-                    let spaces = after.len() - after.trim_start_matches(' ').len();
-                    column += 2 + spaces;
-                    rest = &after[spaces..];
-                }
-                None => break,
-            }
-        }
-    }
-    None
-}
-
-/// The YAML parser counts lines from the piece's start: `line N` in its
-/// message becomes the file's line.
-fn in_file_lines(message: &str, offset: usize) -> String {
-    let mut out = String::new();
-    let mut rest = message;
-    while let Some(at) = rest.find("line ") {
-        let (before, after) = rest.split_at(at + "line ".len());
-        out.push_str(before);
-        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
-        if let Ok(number) = after[..digits].parse::<usize>() {
-            out.push_str(&(number + offset).to_string());
-        }
-        rest = &after[digits..];
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]
@@ -484,11 +236,11 @@ mod tests {
 
     #[test]
     fn merge_keys_a_byte_order_mark_and_an_end_marker() {
-        let text = "\u{feff}base: &b {x: 1}\nm:\n  <<: *b\n  y: 2\n...\n---\nz: 3\n";
+        let text = "\u{feff}base: &b {x: 1}\nm:\n  <<: *b\n  q: 2\n...\n---\nz: 3\n";
         assert_eq!(
             lines_and_values(text),
             [
-                (1, json!({"base": {"x": 1}, "m": {"x": 1, "y": 2}})),
+                (1, json!({"base": {"x": 1}, "m": {"x": 1, "q": 2}})),
                 (7, json!({"z": 3})),
             ]
         );

@@ -69,14 +69,16 @@ fn incomplete(object: &Value) -> Option<String> {
 
 /// The API server takes only strings as annotation and label values
 /// (`map[string]string`): it refuses an object with `owner: 1` before any
-/// policy sees it, so the check does not judge one.
+/// policy sees it, so the check does not judge one. (`null` it takes, as
+/// an empty string: `objects::admission`.)
 /// `at` is where the metadata is (`spec.template.`), `""` at the top.
 fn strings_only(at: &str, metadata: &serde_json::Map<String, Value>) -> Option<String> {
     for field in ["annotations", "labels"] {
         match metadata.get(field) {
             None | Some(Value::Null) => {}
             Some(Value::Object(map)) => {
-                if let Some((key, value)) = map.iter().find(|(_, v)| !v.is_string()) {
+                if let Some((key, value)) = map.iter().find(|(_, v)| !v.is_string() && !v.is_null())
+                {
                     return Some(format!(
                         "`{at}metadata.{field}` \"{key}\" is {}, and the API server takes only strings: quote it",
                         what(value)

@@ -48,6 +48,7 @@ impl Admission {
 /// The object as a validating webhook sees it at its creation.
 pub(super) fn admitted(manifest: &Value, admission: &Admission) -> Value {
     let mut object = manifest.clone();
+    as_decoded(&mut object);
     let kind = object["kind"].as_str().unwrap_or_default().to_string();
     if admission.kubectl_apply && annotation(&object, LAST_APPLIED).is_none() {
         // kubectl records the manifest as given, without this annotation.
@@ -73,4 +74,44 @@ pub(super) fn admitted(manifest: &Value, admission: &Admission) -> Value {
         annotations_mut(&mut object).insert(TEMPLATE_GENERATION.into(), "1".into());
     }
     object
+}
+
+/// The object as the API server decodes it, where that differs from its
+/// JSON: an annotation or label whose value is `null` (`owner: ~`) is an
+/// empty string, at the top and in the metadata nested in a Kubernetes
+/// object's `spec`.
+fn as_decoded(object: &mut Value) {
+    fn empty_for_null(metadata: &mut Value) {
+        for field in ["annotations", "labels"] {
+            if let Some(Value::Object(map)) = metadata.get_mut(field) {
+                for value in map.values_mut().filter(|v| v.is_null()) {
+                    *value = Value::String(String::new());
+                }
+            }
+        }
+    }
+    fn nested(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                for (key, value) in map.iter_mut() {
+                    match key.as_str() {
+                        "metadata" if value.is_object() => empty_for_null(value),
+                        _ => nested(value),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(nested),
+            _ => {}
+        }
+    }
+    if let Some(metadata) = object.get_mut("metadata") {
+        empty_for_null(metadata);
+    }
+    let kubernetes = object["apiVersion"].as_str().is_some_and(|api_version| {
+        let (group, _) = super::group_version(api_version);
+        super::kubernetes_group(group)
+    });
+    if kubernetes && let Some(spec) = object.get_mut("spec") {
+        nested(spec);
+    }
 }

@@ -1,0 +1,714 @@
+//! A document's YAML as the JSON kubectl sends: read as kubectl's YAML
+//! library reads it (sigs.k8s.io/yaml over go-yaml v2: libyaml's grammar,
+//! YAML 1.1's scalars, `resolve`), written as JSON straight from the
+//! parser's events, with no tree of values between.
+//!
+//! Nearly every document has no anchor, alias or merge key: its events are
+//! written out as they come. A document that has one is read into a tree
+//! first (`tree`), as go-yaml reads every document, since an alias repeats
+//! a node read earlier and a merge key overrides keys set before it. Both
+//! ways give the same bytes for a document without them (a property test
+//! holds them to each other), and what both refuse is what kubectl
+//! refuses, with three choices of our own: a key given twice in a mapping
+//! (kubectl keeps the last without a word; which was meant is unknown),
+//! nesting past 128 levels (go-yaml allows 10,000, but libyaml's time
+//! grows with the depth of flow collections times their length, and no
+//! manifest nests so deep), and no document past the first of a text (the
+//! cut gives one a text, as kubectl's reader does).
+
+use std::fmt::Write as _;
+
+mod parser;
+pub mod resolve;
+mod tree;
+
+use parser::{Event, Parser};
+use resolve::Scalar;
+
+/// The deepest nesting read.
+pub const MAX_DEPTH: usize = 128;
+
+/// Why a document is refused, at a line of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub line: usize,
+    pub reason: String,
+}
+
+/// The JSON of the first document of `text` (`null` for an empty one),
+/// whose first line is line `first_line` of its file.
+pub fn to_json(text: &str, first_line: usize) -> Result<String, Refusal> {
+    if let Some(line) = flow_too_deep(text) {
+        let line = first_line + line - 1;
+        return Err(Refusal {
+            line,
+            reason: too_deep(&at_line(line)),
+        });
+    }
+    match Streamed::new(text, first_line).run() {
+        Ok(json) => Ok(json),
+        Err(Stop::Refused(refusal)) => Err(refusal),
+        Err(Stop::NeedsTree) => tree::to_json(text, first_line),
+    }
+}
+
+/// Why a document nested too deep is refused; `at` says where.
+pub fn too_deep(at: &str) -> String {
+    format!("nested more than {MAX_DEPTH} levels deep{at}: no object nests so deep")
+}
+
+fn at_line(line: usize) -> String {
+    format!(" at line {line}")
+}
+
+/// What ends the streamed reading early.
+enum Stop {
+    Refused(Refusal),
+    /// An anchor, an alias or a merge key: read as a tree instead.
+    NeedsTree,
+}
+
+/// Where the writer is inside a collection.
+enum Frame {
+    Sequence {
+        items: usize,
+    },
+    Mapping {
+        /// Its keys so far, from this index of `Keys::spans`.
+        keys_from: usize,
+        /// The next event is a key.
+        key_next: bool,
+        /// A set of its keys' hashes, once it has many.
+        index: Option<std::collections::HashSet<u64>>,
+    },
+}
+
+/// Events written out as JSON as they come.
+struct Streamed<'t> {
+    text: &'t str,
+    first_line: usize,
+    out: String,
+    stack: Vec<Frame>,
+    keys: Keys,
+}
+
+impl<'t> Streamed<'t> {
+    fn new(text: &'t str, first_line: usize) -> Streamed<'t> {
+        Streamed {
+            text,
+            first_line,
+            out: String::with_capacity(text.len()),
+            stack: Vec::new(),
+            keys: Keys::default(),
+        }
+    }
+
+    fn refuse(&self, line: usize, reason: String) -> Stop {
+        Stop::Refused(Refusal {
+            line: self.first_line + line,
+            reason,
+        })
+    }
+
+    fn run(mut self) -> Result<String, Stop> {
+        let mut parser = Parser::new(self.text);
+        let mut started = false;
+        loop {
+            let (event, mark) = match parser.next() {
+                Ok(next) => next,
+                Err(error) => {
+                    let line = self.first_line + error.problem_mark.line;
+                    return Err(Stop::Refused(Refusal {
+                        line,
+                        reason: format!("not YAML: {}", error.in_file(self.first_line)),
+                    }));
+                }
+            };
+            let line = mark.line;
+            match event {
+                Event::StreamStart => {}
+                Event::DocumentStart => started = true,
+                Event::DocumentEnd | Event::StreamEnd => {
+                    if !started || self.out.is_empty() {
+                        return Ok("null".to_string());
+                    }
+                    return Ok(self.out);
+                }
+                Event::Alias { .. } => return Err(Stop::NeedsTree),
+                Event::Scalar {
+                    anchor,
+                    tag,
+                    value,
+                    implicit,
+                } => {
+                    if anchor.is_some() {
+                        return Err(Stop::NeedsTree);
+                    }
+                    if self.key_next() {
+                        if resolve::is_merge(tag, value, implicit) {
+                            return Err(Stop::NeedsTree);
+                        }
+                        let scalar = resolve::scalar(tag, value, implicit)
+                            .map_err(|e| self.refuse(line, e.0))?;
+                        let key = resolve::key(&scalar)
+                            .map_err(|e| self.refuse(line, unreadable_key(&e)))?;
+                        self.key(key, line)?;
+                    } else {
+                        self.before_value();
+                        let scalar = resolve::scalar(tag, value, implicit)
+                            .map_err(|e| self.refuse(line, e.0))?;
+                        write_scalar(&mut self.out, &scalar)
+                            .map_err(|reason| self.refuse(line, reason))?;
+                        self.after_value();
+                    }
+                }
+                Event::SequenceStart { anchor, .. } | Event::MappingStart { anchor, .. } => {
+                    if anchor.is_some() {
+                        return Err(Stop::NeedsTree);
+                    }
+                    if self.key_next() {
+                        return Err(self.refuse(line, collection_key()));
+                    }
+                    if self.stack.len() >= MAX_DEPTH {
+                        return Err(self.refuse(line, too_deep(&at_line(self.first_line + line))));
+                    }
+                    self.before_value();
+                    match event {
+                        Event::SequenceStart { .. } => {
+                            self.out.push('[');
+                            self.stack.push(Frame::Sequence { items: 0 });
+                        }
+                        _ => {
+                            self.out.push('{');
+                            self.stack.push(Frame::Mapping {
+                                keys_from: self.keys.spans.len(),
+                                key_next: true,
+                                index: None,
+                            });
+                        }
+                    }
+                }
+                Event::SequenceEnd => {
+                    self.stack.pop();
+                    self.out.push(']');
+                    self.after_value();
+                }
+                Event::MappingEnd => {
+                    if let Some(Frame::Mapping { keys_from, .. }) = self.stack.pop() {
+                        self.keys.truncate(keys_from);
+                    }
+                    self.out.push('}');
+                    self.after_value();
+                }
+            }
+        }
+    }
+
+    fn key_next(&self) -> bool {
+        matches!(
+            self.stack.last(),
+            Some(Frame::Mapping { key_next: true, .. })
+        )
+    }
+
+    /// A comma before an item of a sequence after the first.
+    fn before_value(&mut self) {
+        if let Some(Frame::Sequence { items }) = self.stack.last_mut() {
+            if *items > 0 {
+                self.out.push(',');
+            }
+            *items += 1;
+        }
+    }
+
+    /// A mapping's value done: its next event is a key.
+    fn after_value(&mut self) {
+        if let Some(Frame::Mapping { key_next, .. }) = self.stack.last_mut() {
+            *key_next = true;
+        }
+    }
+
+    /// A mapping's key, unless the mapping has it already.
+    fn key(&mut self, key: String, line: usize) -> Result<(), Stop> {
+        let Some(Frame::Mapping {
+            keys_from,
+            key_next,
+            index,
+        }) = self.stack.last_mut()
+        else {
+            unreachable!("a key is read in a mapping");
+        };
+        let from = *keys_from;
+        let count = self.keys.spans.len() - from;
+        let twice = match index {
+            None => self.keys.position(from, &key).is_some(),
+            Some(set) => !set.insert(hash(&key)) && self.keys.position(from, &key).is_some(),
+        };
+        if index.is_none() && count >= 32 {
+            *index = Some(self.keys.hashes(from).chain([hash(&key)]).collect());
+        }
+        *key_next = false;
+        if twice {
+            let at = self.path();
+            return Err(self.refuse(line, given_twice(&at, &key)));
+        }
+        if count > 0 {
+            self.out.push(',');
+        }
+        write_str(&mut self.out, &key);
+        self.out.push(':');
+        self.keys.push(&key);
+        Ok(())
+    }
+
+    /// Where the mapping being read is: `metadata.annotations`,
+    /// `items[0]`. A mapping's keys precede those of the mappings inside
+    /// it, so its key being read is the last before theirs.
+    fn path(&self) -> String {
+        let mut path = String::new();
+        for (depth, frame) in self.stack.iter().enumerate() {
+            let inner = self.stack[depth + 1..]
+                .iter()
+                .find_map(|frame| match frame {
+                    Frame::Mapping { keys_from, .. } => Some(*keys_from),
+                    Frame::Sequence { .. } => None,
+                });
+            let Some(inner) = inner else { break };
+            match frame {
+                Frame::Sequence { items } => {
+                    let _ = write!(path, "[{}]", items.saturating_sub(1));
+                }
+                Frame::Mapping { .. } => {
+                    let (start, end) = self.keys.spans[inner - 1];
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(&self.keys.text[start as usize..end as usize]);
+                }
+            }
+        }
+        path
+    }
+}
+
+/// The keys of the open mappings, one after another.
+#[derive(Default)]
+struct Keys {
+    text: String,
+    spans: Vec<(u32, u32)>,
+}
+
+impl Keys {
+    fn push(&mut self, key: &str) {
+        let start = self.text.len() as u32;
+        self.text.push_str(key);
+        self.spans.push((start, self.text.len() as u32));
+    }
+
+    fn truncate(&mut self, from: usize) {
+        if let Some(&(start, _)) = self.spans.get(from) {
+            self.text.truncate(start as usize);
+        }
+        self.spans.truncate(from);
+    }
+
+    fn position(&self, from: usize, key: &str) -> Option<usize> {
+        self.spans[from..]
+            .iter()
+            .position(|&(s, e)| &self.text[s as usize..e as usize] == key)
+    }
+
+    fn hashes(&self, from: usize) -> impl Iterator<Item = u64> + '_ {
+        self.spans[from..]
+            .iter()
+            .map(|&(s, e)| hash(&self.text[s as usize..e as usize]))
+    }
+}
+
+fn hash(key: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(key)
+}
+
+fn given_twice(path: &str, key: &str) -> String {
+    let at = match path {
+        "" => String::new(),
+        path => format!("`{path}`: "),
+    };
+    format!(
+        "{at}the key {key:?} is given twice (kubectl would keep the last, without a word): keep one"
+    )
+}
+
+fn unreadable_key(what: &str) -> String {
+    format!("{what}, which kubectl cannot make a JSON key of: quote it")
+}
+
+fn collection_key() -> String {
+    "a key that is itself a mapping or a list, which kubectl cannot read".to_string()
+}
+
+/// A scalar's JSON; NaN and the infinities, which JSON cannot hold, are
+/// refused as kubectl refuses them.
+fn write_scalar(out: &mut String, scalar: &Scalar<'_>) -> Result<(), String> {
+    match scalar {
+        Scalar::Null => out.push_str("null"),
+        Scalar::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Scalar::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Scalar::Uint(u) => {
+            let _ = write!(out, "{u}");
+        }
+        Scalar::Float(f) => match resolve::json_float(*f) {
+            Some(text) => out.push_str(&text),
+            None => {
+                return Err(format!(
+                    "a float JSON cannot hold ({}; kubectl says `json: unsupported value: {}`): \
+                     quote it",
+                    if f.is_nan() { ".nan" } else { ".inf" },
+                    resolve::unsupported(*f)
+                ));
+            }
+        },
+        Scalar::Str(s) => write_str(out, s),
+    }
+    Ok(())
+}
+
+/// A JSON string.
+fn write_str(out: &mut String, s: &str) {
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..0x20 => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        match escape {
+            "" => {
+                let _ = write!(out, "\\u{b:04x}");
+            }
+            escape => out.push_str(escape),
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+/// The line (from 1) where flow collections (`[`, `{`) first nest deeper
+/// than `MAX_DEPTH`, outside quotes and comments. libyaml would find it
+/// too, but only after scanning in time that grows with the text's length
+/// times its depth; this finds it in one pass. (Brackets in a block scalar
+/// count too: only a text that opens more than 128 without closing them
+/// is refused for it.)
+fn flow_too_deep(text: &str) -> Option<usize> {
+    let (mut depth, mut line) = (0usize, 1);
+    let mut bytes = text.bytes().peekable();
+    let mut previous = b'\n';
+    while let Some(b) = bytes.next() {
+        match b {
+            b'\n' => line += 1,
+            b'#' if previous.is_ascii_whitespace() => {
+                while bytes.next_if(|&b| b != b'\n').is_some() {}
+            }
+            b'"' => {
+                while let Some(b) = bytes.next() {
+                    match b {
+                        b'\\' => {
+                            bytes.next();
+                        }
+                        b'"' => break,
+                        b'\n' => line += 1,
+                        _ => {}
+                    }
+                }
+            }
+            b'\'' if depth > 0 || !previous.is_ascii_alphanumeric() => {
+                for b in bytes.by_ref() {
+                    match b {
+                        b'\'' => break,
+                        b'\n' => line += 1,
+                        _ => {}
+                    }
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Some(line);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        previous = b;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(text: &str) -> String {
+        to_json(text, 1).unwrap_or_else(|r| panic!("{text}: {r:?}"))
+    }
+
+    fn refused(text: &str) -> Refusal {
+        to_json(text, 1).expect_err(text)
+    }
+
+    /// The scalars of YAML 1.1 where they go in an object, as kubectl
+    /// sends them.
+    #[test]
+    fn scalars_as_kubectl_reads_them() {
+        assert_eq!(
+            json(
+                "a: yes\nb: 'yes'\nc: 0400\nd: \"0400\"\ne: 1_0\nf: 0x1F\ng: ~\nh: on\ni: 1.0\nj: 2024-01-01\nk: |\n  text\n"
+            ),
+            r#"{"a":true,"b":"yes","c":256,"d":"0400","e":10,"f":31,"g":null,"h":true,"i":1,"j":"2024-01-01","k":"text\n"}"#
+        );
+        // Keys: `on:` is the key "true".
+        assert_eq!(
+            json("on: a\n1: b\n1.5: c\nn: d\n"),
+            r#"{"true":"a","1":"b","1.5":"c","false":"d"}"#
+        );
+        assert_eq!(
+            json("[1, '2', \"\\t\\u00e9\", !!str 3]"),
+            "[1,\"2\",\"\\té\",\"3\"]"
+        );
+        assert_eq!(json("# only a comment\n"), "null");
+        assert_eq!(json(""), "null");
+        assert_eq!(json("---\n"), "null");
+        assert_eq!(json("~\n"), "null");
+    }
+
+    #[test]
+    fn what_kubectl_refuses_is_refused_at_its_line() {
+        for (text, line, says) in [
+            ("a: 1\nb: .nan\n", 2, "a float JSON cannot hold (.nan"),
+            ("a:\n  ~: 1\n", 2, "a key that is null"),
+            (
+                "a:\n  [1]: 2\n",
+                2,
+                "a key that is itself a mapping or a list",
+            ),
+            ("a: !!int x\n", 1, "cannot decode !!str `x` as a !!int"),
+            ("a: [1\n", 2, "not YAML: did not find expected ',' or ']'"),
+            ("a: *x\n", 1, "unknown anchor 'x'"),
+            ("a: &x [*x]\n", 1, "holds an alias of itself"),
+            ("a: {<<: 1}\n", 1, "merge key"),
+        ] {
+            let refusal = refused(text);
+            assert_eq!(refusal.line, line, "{text}: {refusal:?}");
+            assert!(refusal.reason.contains(says), "{text}: {refusal:?}");
+        }
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_where_it_is_given_again() {
+        for (text, line, says) in [
+            ("a: 1\na: 2\n", 2, "the key \"a\" is given twice"),
+            ("m:\n  k: 1\n  k: 2\n", 3, "`m`: the key \"k\""),
+            (
+                "items:\n- name: x\n  name: y\n",
+                3,
+                "`items[0]`: the key \"name\"",
+            ),
+            (
+                "a: {x: 1}\nb:\n  c: [{d: 1, d: 2}]\n",
+                3,
+                "`b.c[0]`: the key \"d\"",
+            ),
+            ("on: 1\ntrue: 2\n", 2, "the key \"true\" is given twice"),
+            ("x: &a 1\nm: {k: 1, k: 2}\n", 2, "`m`: the key \"k\""),
+        ] {
+            let refusal = refused(text);
+            assert_eq!(refusal.line, line, "{text}: {refusal:?}");
+            assert!(refusal.reason.contains(says), "{text}: {refusal:?}");
+        }
+        // A mapping of many keys finds the one given twice too.
+        let mut many: String = (0..100).map(|i| format!("k{i}: {i}\n")).collect();
+        many.push_str("k57: again\n");
+        assert_eq!(refused(&many).line, 101);
+    }
+
+    /// Anchors, aliases and merge keys, as go-yaml v2 decodes them: a key
+    /// before a merge is overridden by it, one after overrides it, and the
+    /// first of a list of merged mappings wins.
+    #[test]
+    fn anchors_aliases_and_merge_keys() {
+        assert_eq!(
+            json("base: &b {x: 1, q: 2}\nm:\n  <<: *b\n  q: 3\n"),
+            r#"{"base":{"x":1,"q":2},"m":{"x":1,"q":3}}"#
+        );
+        assert_eq!(
+            json("b: &b {x: 1}\nm: {x: 0, <<: *b}\n"),
+            r#"{"b":{"x":1},"m":{"x":1}}"#
+        );
+        assert_eq!(
+            json("a: &a {x: 1}\nb: &b {x: 2, q: 2}\nm: {<<: [*a, *b]}\n"),
+            r#"{"a":{"x":1},"b":{"x":2,"q":2},"m":{"x":1,"q":2}}"#
+        );
+        assert_eq!(
+            json("a: &k on\nb: {*k : 1}\n"),
+            r#"{"a":true,"b":{"true":1}}"#
+        );
+        // `y` is YAML 1.1's true, as a key too.
+        assert_eq!(json("m: {x: 1, y: 2}\n"), r#"{"m":{"x":1,"true":2}}"#);
+        assert_eq!(json("m: {\"<<\": 1}\n"), r#"{"m":{"<<":1}}"#);
+        // A billion laughs is refused, quickly.
+        let mut bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n".to_string();
+        for (i, name) in "bcdefghij".chars().enumerate() {
+            let previous = (b'a' + i as u8) as char;
+            bomb.push_str(&format!(
+                "{name}: &{name} [{}]\n",
+                vec![format!("*{previous}"); 10].join(", ")
+            ));
+        }
+        assert!(
+            refused(&bomb).reason.contains("through aliases"),
+            "{:?}",
+            refused(&bomb)
+        );
+    }
+
+    #[test]
+    fn only_the_first_document_is_read() {
+        assert_eq!(json("a: 1\n...\nb: [\n"), r#"{"a":1}"#);
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        for depth in [200, 100_000] {
+            let text = format!("a: {}{}\n", "[".repeat(depth), "]".repeat(depth));
+            let refusal = refused(&text);
+            assert!(
+                refusal
+                    .reason
+                    .starts_with("nested more than 128 levels deep at line 1")
+            );
+        }
+        let block: String = (0..130).map(|i| format!("{}k:\n", " ".repeat(i))).collect();
+        assert!(refused(&block).reason.starts_with("nested more than 128"));
+        let fine = format!("a: {}{}\n", "[".repeat(100), "]".repeat(100));
+        assert!(to_json(&fine, 1).is_ok());
+    }
+
+    /// A generated document, written in flow style or in block style.
+    #[derive(Debug, Clone)]
+    enum Shape {
+        Scalar(String),
+        List(Vec<Shape>),
+        Map(Vec<(String, Shape)>),
+    }
+
+    impl Shape {
+        fn flow(&self) -> String {
+            match self {
+                Shape::Scalar(s) => s.clone(),
+                Shape::List(items) => {
+                    let items: Vec<String> = items.iter().map(Shape::flow).collect();
+                    format!("[{}]", items.join(", "))
+                }
+                Shape::Map(pairs) => {
+                    let pairs: Vec<String> = pairs
+                        .iter()
+                        .map(|(k, v)| format!("{k}: {}", v.flow()))
+                        .collect();
+                    format!("{{{}}}", pairs.join(", "))
+                }
+            }
+        }
+
+        /// Block style at `indent`, as a value that follows `key:` or `-`.
+        fn block(&self, indent: usize) -> String {
+            let pad = " ".repeat(indent);
+            match self {
+                Shape::List(items) if !items.is_empty() => items
+                    .iter()
+                    .map(|item| format!("\n{pad}- {}", item.block(indent + 2).trim_start()))
+                    .collect(),
+                Shape::Map(pairs) if !pairs.is_empty() => pairs
+                    .iter()
+                    .map(|(k, v)| {
+                        format!(
+                            "\n{pad}{k}: {}",
+                            v.block(indent + 2).trim_start_matches(' ')
+                        )
+                    })
+                    .collect(),
+                other => format!(" {}", other.flow()),
+            }
+        }
+    }
+
+    /// Documents of every shape but anchors, aliases and merge keys,
+    /// which the streamed reading leaves to the tree.
+    fn documents() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let scalar = prop_oneof![
+            Just("yes".to_string()),
+            Just("'no'".to_string()),
+            Just("0400".to_string()),
+            Just("1_000".to_string()),
+            Just("0x1f".to_string()),
+            Just("1.5".to_string()),
+            Just("1e3".to_string()),
+            Just("~".to_string()),
+            Just(".inf".to_string()),
+            Just("\"a\\tb\"".to_string()),
+            Just("!!str 12".to_string()),
+            Just("!!int '7'".to_string()),
+            Just("plain text".to_string()),
+            Just("2024-01-01".to_string()),
+            "[a-z]{1,6}",
+        ];
+        let key = prop_oneof![
+            Just("on".to_string()),
+            Just("n".to_string()),
+            Just("1".to_string()),
+            Just("1.5".to_string()),
+            Just("'1'".to_string()),
+            Just("~".to_string()),
+            "[a-z]{1,3}",
+        ];
+        let shape = scalar
+            .prop_map(Shape::Scalar)
+            .prop_recursive(4, 32, 5, move |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..4).prop_map(Shape::List),
+                    proptest::collection::vec((key.clone(), inner), 0..4).prop_map(Shape::Map),
+                ]
+            });
+        (shape, any::<bool>()).prop_map(|(shape, flow)| match flow {
+            true => shape.flow(),
+            false => shape.block(0).trim_start().to_string() + "\n",
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// The streamed reading and the tree read every document without
+        /// anchors alike: the same JSON, or the same refusal.
+        #[test]
+        fn the_stream_reads_as_the_tree(document in documents()) {
+            let streamed = match Streamed::new(&document, 1).run() {
+                Ok(json) => Ok(json),
+                Err(Stop::Refused(refusal)) => Err(refusal),
+                Err(Stop::NeedsTree) => panic!("{document}: no anchor here"),
+            };
+            proptest::prop_assert_eq!(streamed, tree::to_json(&document, 1), "{}", document);
+        }
+    }
+}
