@@ -587,3 +587,237 @@ fn write_generated_streams() {
         std::fs::write(dir.join(format!("{n:03}.yaml")), text).unwrap();
     }
 }
+
+/// What kubectl's YAML library makes of each of `documents`: its JSON, or
+/// its error.
+fn kubectl_yaml(documents: &[String]) -> Vec<Result<Value, String>> {
+    use std::io::Write;
+    let mut child = Command::new(decoder())
+        .arg("-yaml")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the decoder runs");
+    let mut input = Vec::new();
+    for document in documents {
+        input.extend_from_slice(document.as_bytes());
+        input.push(0);
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(output.status.success());
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let record: Value = serde_json::from_str(line).unwrap();
+            match record.get("error") {
+                Some(error) => Err(error.as_str().unwrap().to_string()),
+                None => Ok(record["json"].clone()),
+            }
+        })
+        .collect()
+}
+
+/// Pieces of YAML where parsers part ways: plain scalars with `:`, `?`, `#`
+/// and `-` in them, in flow and block context; quoted scalars over lines,
+/// escapes; block scalars with their indicators; explicit keys; tags,
+/// anchors and aliases; tabs; every scalar of `SCALARS`.
+const VALUES: &[&str] = &[
+    "a:b",
+    "a :b",
+    "a#b",
+    "a #b",
+    "-a",
+    "- a",
+    "?a",
+    "? a",
+    ":a",
+    "a?b",
+    "a,b",
+    "[a:b]",
+    "[a :b]",
+    "{a:b}",
+    "{a: b:c}",
+    "[a?b]",
+    "[a, ?b]",
+    "{? a}",
+    "{? a: b}",
+    "[a:]",
+    "[:a]",
+    "{a:}",
+    "[a, ]",
+    "{a: 1,}",
+    "[{a: b}, c]",
+    "[[a], [b, [c]]]",
+    "{a: [1, 2], b: {c: d}}",
+    "'it''s'",
+    "\"a\\x41\\u00e9\\t\"",
+    "\"two\n  lines\"",
+    "'two\n\n  lines'",
+    "plain\n  over lines",
+    "|\n  kept\n  lines\n",
+    "|-\n  stripped\n",
+    "|+\n  kept\n\n",
+    ">\n  folded\n  text\n\n  more\n",
+    ">-\n   indented\n  less\n",
+    "|2\n   two\n",
+    "!!binary aGk=",
+    "!!str 0755",
+    "!foo bar",
+    "!<tag:yaml.org,2002:int> 12",
+    "&x 1",
+    "*x",
+    "&y {k: v}",
+    "*y",
+    "a\tb",
+    "a \t",
+    "\"\"",
+    "''",
+    "@at",
+    "`tick",
+    "%pct",
+    "a: b",
+    "- [a]",
+    "{{ .x }}",
+    "${X}",
+    "0o7",
+    "0B11",
+    "+0x10",
+    "-.5",
+    "1.2e+3",
+    "1e",
+    "0.",
+    "00",
+    "09",
+    "1__0",
+    "_1",
+    "0x_1F",
+    "1_",
+    "2024-1-2",
+    "2024-01-02T03:04:05Z",
+    "2024-01-02 03:04:05",
+    "true ",
+    "True",
+    "TRUE",
+    "tRUE",
+    "YES",
+    "yES",
+    "Null",
+    "nULL",
+    "NaN",
+    ".NaN",
+    ".Inf",
+    "+.inf",
+    "-.INF",
+    ".5.",
+    "=",
+    "<<",
+];
+
+/// Documents made of those pieces: block mappings of one to four keys,
+/// some values nested a level, some in a list; keys of every kind, each
+/// with the JSON key kubectl makes of it (`None`: none, or a merge). With
+/// each document, whether it gives a key twice.
+fn tricky_documents(count: usize) -> Vec<(String, bool)> {
+    use proptest::prelude::*;
+    use proptest::strategy::ValueTree;
+    let keyed: &[(&str, Option<&str>)] = &[
+        ("a", Some("a")),
+        ("on", Some("true")),
+        ("y", Some("true")),
+        ("No", Some("false")),
+        ("1", Some("1")),
+        ("0x1F", Some("31")),
+        ("1.5", Some("1.5")),
+        ("1e3", Some("1000")),
+        ("~", None),
+        ("'q'", Some("q")),
+        ("\"d\"", Some("d")),
+        ("a b", Some("a b")),
+        ("a:b", Some("a:b")),
+        ("<<", None),
+        ("? e", Some("e")),
+        ("? [x]", None),
+        ("!!str 1", Some("1")),
+        ("&k key", Some("key")),
+        ("*k", Some("key")),
+        ("-1", Some("-1")),
+        (".inf", Some(".inf")),
+        ("", None),
+    ];
+    let keys: Vec<&str> = keyed.iter().map(|(key, _)| *key).collect();
+    let piece = 0..VALUES.len() + SCALARS.len();
+    let value = move |i: usize| match i {
+        i if i < VALUES.len() => VALUES[i].to_string(),
+        i => SCALARS[i - VALUES.len()].to_string(),
+    };
+    let entry = (0..keys.len(), piece.clone(), 0..4u8);
+    let document = (proptest::collection::vec(entry, 1..5), any::<bool>());
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    (0..count)
+        .map(|_| {
+            let (entries, flow) = document.new_tree(&mut runner).unwrap().current();
+            let mut text = String::new();
+            let mut seen = std::collections::HashSet::new();
+            let mut twice = false;
+            for (key, piece, shape) in entries {
+                if let Some(json) = keyed[key].1 {
+                    twice |= !seen.insert(json);
+                }
+                let key = keys[key];
+                let value = value(piece);
+                let indent = |text: &str, by: &str| text.replace('\n', &format!("\n{by}"));
+                let entry = match (flow, shape) {
+                    (true, _) => format!("{key}: {{v: {}}}\n", value.replace('\n', " ")),
+                    (false, 0) => format!("{key}: {value}\n"),
+                    (false, 1) => format!("{key}:\n  n: {}\n", indent(&value, "  ")),
+                    (false, 2) => format!("{key}:\n- {}\n", indent(&value, "  ")),
+                    (false, _) => format!("{key}:\n  - {}\n", indent(&value, "    ")),
+                };
+                text.push_str(&entry);
+            }
+            (text, twice)
+        })
+        .collect()
+}
+
+/// Every document: the same JSON as kubectl's YAML library, or refused by
+/// both; a document that gives a key twice, which kubectl keeps the last
+/// of, check refuses (`Difference::DuplicateKey`), for that or for a
+/// value kubectl then drops.
+#[test]
+fn documents_read_as_kubectls_yaml_library_reads_them() {
+    let (documents, twice_given): (Vec<String>, Vec<bool>) =
+        tricky_documents(3000).into_iter().unzip();
+    let theirs = kubectl_yaml(&documents);
+    assert_eq!(theirs.len(), documents.len());
+    let (mut same, mut refused, mut twice) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for ((document, theirs), given_twice) in documents.iter().zip(&theirs).zip(twice_given) {
+        let ours = manifests::document_json(document)
+            .map(|json| serde_json::from_str::<Value>(&json).unwrap());
+        match (&ours, theirs) {
+            (Ok(ours), Ok(theirs)) if same_json(ours, theirs) => same += 1,
+            (Err(_), Err(_)) => refused += 1,
+            (Err(_), Ok(_)) if given_twice => twice += 1,
+            _ => failures.push(format!(
+                "{document:?}\n  check:   {ours:?}\n  kubectl: {theirs:?}"
+            )),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} documents read otherwise:\n{}",
+        failures.len(),
+        documents.len(),
+        failures.join("\n")
+    );
+    eprintln!("{same} documents read alike, {refused} refused by both, {twice} with a key twice");
+    assert!(
+        same > 800 && refused > 500 && twice > 50,
+        "{same} {refused} {twice}"
+    );
+}

@@ -7,6 +7,8 @@
 // Usage: decoder FILE...   ("-" reads standard input)
 //
 //	decoder -kinds    the kinds the release serves and those it removed (kinds.go)
+//	decoder -yaml     documents on standard input, each ended by a NUL byte, each
+//	                  turned into JSON as kubectl turns a document it reads (yaml.go)
 //	decoder -schema   the fields of those kinds and their types (schema.go)
 //
 // Every decision is taken by a function of the pinned Kubernetes libraries
@@ -92,6 +94,13 @@ func main() {
 	}
 	if len(args) == 1 && args[0] == "-kinds" {
 		if err := printKinds(os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "decoder:", err)
+			os.Exit(2)
+		}
+		return
+	}
+	if len(args) == 1 && args[0] == "-yaml" {
+		if err := printYAML(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "decoder:", err)
 			os.Exit(2)
 		}

@@ -289,6 +289,13 @@ pub fn documents(text: &str) -> Vec<(usize, Result<Value, String>)> {
     documents::read(text)
 }
 
+/// The JSON kubectl sends for one document's text (`null` for an empty
+/// one), or why it is refused: what the differential test holds to
+/// kubectl's own YAML library.
+pub fn document_json(text: &str) -> Result<String, String> {
+    yaml::to_json(text, 1).map_err(|refusal| refusal.reason)
+}
+
 /// Reads one input's text, document by document.
 pub fn read_text(file: &str, text: &str, read: &mut Inputs) {
     read_stream(file, Cursor::new(text.as_bytes()), &mut |input| {

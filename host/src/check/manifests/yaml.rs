@@ -9,13 +9,26 @@
 //! a node read earlier and a merge key overrides keys set before it. Both
 //! ways give the same bytes for a document without them (a property test
 //! holds them to each other), and what both refuse is what kubectl
-//! refuses, with three choices of our own: a key given twice in a mapping
+//! refuses.
+//!
+//! libyaml-rs is libyaml 0.2.5, whose plain scalars inside a flow
+//! collection differ from go-yaml v2's (ported from an earlier libyaml) in
+//! two ways, both undone here: go-yaml keeps a `:` followed by `,`, `[`,
+//! `]`, `{` or `}` in the scalar (`[a:]` holds `a:`), where libyaml stops
+//! with "found unexpected ':'": such a colon is read as a stand-in
+//! character, and turned back into `:` in the scalar; and go-yaml ends the
+//! scalar at a `?`, which then opens a key where none may be, so that it
+//! refuses the document, where libyaml reads on: a `?` in such a scalar
+//! is refused here.
+//!
+//! Three choices are our own: a key given twice in a mapping
 //! (kubectl keeps the last without a word; which was meant is unknown),
 //! nesting past 128 levels (go-yaml allows 10,000, but libyaml's time
 //! grows with the depth of flow collections times their length, and no
 //! manifest nests so deep), and no document past the first of a text (the
 //! cut gives one a text, as kubectl's reader does).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 mod parser;
@@ -45,11 +58,66 @@ pub fn to_json(text: &str, first_line: usize) -> Result<String, Refusal> {
             reason: too_deep(&at_line(line)),
         });
     }
-    match Streamed::new(text, first_line).run() {
-        Ok(json) => Ok(json),
-        Err(Stop::Refused(refusal)) => Err(refusal),
-        Err(Stop::NeedsTree) => tree::to_json(text, first_line),
+    // Each colon go-yaml keeps in a scalar, where libyaml stops at it, is
+    // read as a stand-in; a text that holds the stand-in itself keeps
+    // libyaml's refusal.
+    let mut text = Cow::Borrowed(text);
+    let colons = !text.contains(STAND_IN);
+    loop {
+        let read = match Streamed::new(&text, first_line).run() {
+            Err(Stop::NeedsTree) => tree::to_json(&text, first_line),
+            read => read,
+        };
+        match read {
+            Err(Stop::Colon(at)) if colons => {
+                text.to_mut().replace_range(at..at + 1, STAND_IN);
+            }
+            Err(Stop::Colon(at)) => {
+                return Err(Refusal {
+                    line: first_line + text[..at].matches('\n').count(),
+                    reason: "not YAML: found unexpected ':'".to_string(),
+                });
+            }
+            Err(Stop::Refused(refusal)) => return Err(refusal),
+            Err(Stop::NeedsTree) => unreachable!("the tree reads anchors"),
+            Ok(json) => return Ok(json),
+        }
     }
+}
+
+/// What a colon that go-yaml keeps in a plain scalar is read as: a
+/// noncharacter, which YAML allows and no manifest holds.
+const STAND_IN: &str = "\u{fdd0}";
+
+/// A scalar's text, with the colons read as stand-ins back.
+fn colons_back(value: &str) -> Cow<'_, str> {
+    match value.contains(STAND_IN) {
+        true => Cow::Owned(value.replace(STAND_IN, ":")),
+        false => Cow::Borrowed(value),
+    }
+}
+
+/// Why libyaml stopped: a colon go-yaml would have kept, or a refusal.
+fn parse_error(error: &parser::Error, text: &str, first_line: usize) -> Stop {
+    let at = error.problem_mark.index;
+    if error.problem == "found unexpected ':'" && text.as_bytes().get(at) == Some(&b':') {
+        return Stop::Colon(at);
+    }
+    Stop::Refused(Refusal {
+        line: first_line + error.problem_mark.line,
+        reason: format!("not YAML: {}", error.in_file(first_line)),
+    })
+}
+
+/// go-yaml ends a plain scalar of a flow collection at a `?`, and then
+/// refuses the key it opens where a `,` must come.
+fn question_mark(flow: bool, plain: bool, value: &str) -> Option<String> {
+    (flow && plain && value.contains('?')).then(|| {
+        format!(
+            "not YAML to kubectl: {value:?} in a flow collection (`[…]`, `{{…}}`) holds a `?`, \
+             where kubectl's YAML library ends the scalar and then finds no `,`: quote it"
+        )
+    })
 }
 
 /// Why a document nested too deep is refused; `at` says where.
@@ -61,19 +129,24 @@ fn at_line(line: usize) -> String {
     format!(" at line {line}")
 }
 
-/// What ends the streamed reading early.
+/// What ends a reading early.
 enum Stop {
     Refused(Refusal),
     /// An anchor, an alias or a merge key: read as a tree instead.
     NeedsTree,
+    /// A colon libyaml stops at and go-yaml keeps, at this byte: read
+    /// again with a stand-in for it.
+    Colon(usize),
 }
 
 /// Where the writer is inside a collection.
 enum Frame {
     Sequence {
         items: usize,
+        flow: bool,
     },
     Mapping {
+        flow: bool,
         /// Its keys so far, from this index of `Keys::spans`.
         keys_from: usize,
         /// The next event is a key.
@@ -83,13 +156,18 @@ enum Frame {
     },
 }
 
-/// Events written out as JSON as they come.
+/// Events written out as JSON as they come. What the document means
+/// (a key given twice, a tag its scalar does not fit) is refused once it
+/// is all parsed, as go-yaml decodes a document only once it parsed it:
+/// a document that is not YAML further down is refused for that.
 struct Streamed<'t> {
     text: &'t str,
     first_line: usize,
     out: String,
     stack: Vec<Frame>,
     keys: Keys,
+    /// The first thing the document means that kubectl refuses.
+    failed: Option<Refusal>,
 }
 
 impl<'t> Streamed<'t> {
@@ -100,6 +178,7 @@ impl<'t> Streamed<'t> {
             out: String::with_capacity(text.len()),
             stack: Vec::new(),
             keys: Keys::default(),
+            failed: None,
         }
     }
 
@@ -110,25 +189,32 @@ impl<'t> Streamed<'t> {
         })
     }
 
+    /// What the document means is refused: said once it is all parsed.
+    fn fail(&mut self, line: usize, reason: String) {
+        if self.failed.is_none() {
+            self.failed = Some(Refusal {
+                line: self.first_line + line,
+                reason,
+            });
+        }
+    }
+
     fn run(mut self) -> Result<String, Stop> {
         let mut parser = Parser::new(self.text);
         let mut started = false;
         loop {
             let (event, mark) = match parser.next() {
                 Ok(next) => next,
-                Err(error) => {
-                    let line = self.first_line + error.problem_mark.line;
-                    return Err(Stop::Refused(Refusal {
-                        line,
-                        reason: format!("not YAML: {}", error.in_file(self.first_line)),
-                    }));
-                }
+                Err(error) => return Err(parse_error(&error, self.text, self.first_line)),
             };
             let line = mark.line;
             match event {
                 Event::StreamStart => {}
                 Event::DocumentStart => started = true,
                 Event::DocumentEnd | Event::StreamEnd => {
+                    if let Some(refusal) = self.failed {
+                        return Err(Stop::Refused(refusal));
+                    }
                     if !started || self.out.is_empty() {
                         return Ok("null".to_string());
                     }
@@ -139,35 +225,49 @@ impl<'t> Streamed<'t> {
                     anchor,
                     tag,
                     value,
+                    plain,
                     implicit,
                 } => {
                     if anchor.is_some() {
                         return Err(Stop::NeedsTree);
                     }
+                    if let Some(reason) = question_mark(self.in_flow(), plain, value) {
+                        return Err(self.refuse(line, reason));
+                    }
+                    let value = &*colons_back(value);
                     if self.key_next() {
                         if resolve::is_merge(tag, value, implicit) {
                             return Err(Stop::NeedsTree);
                         }
-                        let scalar = resolve::scalar(tag, value, implicit)
-                            .map_err(|e| self.refuse(line, e.0))?;
-                        let key = resolve::key(&scalar)
-                            .map_err(|e| self.refuse(line, unreadable_key(&e)))?;
-                        self.key(key, line)?;
+                        let key = resolve::scalar(tag, value, implicit)
+                            .map_err(|e| e.0)
+                            .and_then(|scalar| {
+                                resolve::key(&scalar).map_err(|e| unreadable_key(&e))
+                            });
+                        match key {
+                            Ok(key) => self.key(key, line),
+                            Err(reason) => {
+                                self.fail(line, reason);
+                                self.key(String::new(), line);
+                            }
+                        }
                     } else {
                         self.before_value();
-                        let scalar = resolve::scalar(tag, value, implicit)
-                            .map_err(|e| self.refuse(line, e.0))?;
-                        write_scalar(&mut self.out, &scalar)
-                            .map_err(|reason| self.refuse(line, reason))?;
+                        let written = resolve::scalar(tag, value, implicit)
+                            .map_err(|e| e.0)
+                            .and_then(|scalar| write_scalar(&mut self.out, &scalar));
+                        if let Err(reason) = written {
+                            self.fail(line, reason);
+                        }
                         self.after_value();
                     }
                 }
-                Event::SequenceStart { anchor, .. } | Event::MappingStart { anchor, .. } => {
+                Event::SequenceStart { anchor, flow } | Event::MappingStart { anchor, flow } => {
                     if anchor.is_some() {
                         return Err(Stop::NeedsTree);
                     }
                     if self.key_next() {
-                        return Err(self.refuse(line, collection_key()));
+                        self.fail(line, collection_key());
                     }
                     if self.stack.len() >= MAX_DEPTH {
                         return Err(self.refuse(line, too_deep(&at_line(self.first_line + line))));
@@ -176,11 +276,12 @@ impl<'t> Streamed<'t> {
                     match event {
                         Event::SequenceStart { .. } => {
                             self.out.push('[');
-                            self.stack.push(Frame::Sequence { items: 0 });
+                            self.stack.push(Frame::Sequence { items: 0, flow });
                         }
                         _ => {
                             self.out.push('{');
                             self.stack.push(Frame::Mapping {
+                                flow,
                                 keys_from: self.keys.spans.len(),
                                 key_next: true,
                                 index: None,
@@ -204,6 +305,14 @@ impl<'t> Streamed<'t> {
         }
     }
 
+    /// Inside a flow collection (all inside one are).
+    fn in_flow(&self) -> bool {
+        matches!(
+            self.stack.last(),
+            Some(Frame::Sequence { flow: true, .. } | Frame::Mapping { flow: true, .. })
+        )
+    }
+
     fn key_next(&self) -> bool {
         matches!(
             self.stack.last(),
@@ -213,7 +322,7 @@ impl<'t> Streamed<'t> {
 
     /// A comma before an item of a sequence after the first.
     fn before_value(&mut self) {
-        if let Some(Frame::Sequence { items }) = self.stack.last_mut() {
+        if let Some(Frame::Sequence { items, .. }) = self.stack.last_mut() {
             if *items > 0 {
                 self.out.push(',');
             }
@@ -228,12 +337,13 @@ impl<'t> Streamed<'t> {
         }
     }
 
-    /// A mapping's key, unless the mapping has it already.
-    fn key(&mut self, key: String, line: usize) -> Result<(), Stop> {
+    /// A mapping's key; one the mapping has already is refused.
+    fn key(&mut self, key: String, line: usize) {
         let Some(Frame::Mapping {
             keys_from,
             key_next,
             index,
+            ..
         }) = self.stack.last_mut()
         else {
             unreachable!("a key is read in a mapping");
@@ -250,7 +360,7 @@ impl<'t> Streamed<'t> {
         *key_next = false;
         if twice {
             let at = self.path();
-            return Err(self.refuse(line, given_twice(&at, &key)));
+            self.fail(line, given_twice(&at, &key));
         }
         if count > 0 {
             self.out.push(',');
@@ -258,7 +368,6 @@ impl<'t> Streamed<'t> {
         write_str(&mut self.out, &key);
         self.out.push(':');
         self.keys.push(&key);
-        Ok(())
     }
 
     /// Where the mapping being read is: `metadata.annotations`,
@@ -275,16 +384,18 @@ impl<'t> Streamed<'t> {
                 });
             let Some(inner) = inner else { break };
             match frame {
-                Frame::Sequence { items } => {
+                Frame::Sequence { items, .. } => {
                     let _ = write!(path, "[{}]", items.saturating_sub(1));
                 }
-                Frame::Mapping { .. } => {
+                // A mapping read as a key has none of its own yet.
+                Frame::Mapping { keys_from, .. } if inner > *keys_from => {
                     let (start, end) = self.keys.spans[inner - 1];
                     if !path.is_empty() {
                         path.push('.');
                     }
                     path.push_str(&self.keys.text[start as usize..end as usize]);
                 }
+                Frame::Mapping { .. } => path.push_str(".?"),
             }
         }
         path
@@ -582,6 +693,40 @@ mod tests {
         );
     }
 
+    /// Plain scalars of flow collections as go-yaml v2 reads them, not
+    /// as libyaml 0.2.5 does.
+    #[test]
+    fn flow_scalars_as_go_yaml_reads_them() {
+        assert_eq!(json("a: [b:]\n"), r#"{"a":["b:"]}"#);
+        assert_eq!(
+            json("a: {b:, c: d:}\nx: [1:, {e:}]\n"),
+            r#"{"a":{"b:":null,"c":"d:"},"x":["1:",{"e:":null}]}"#
+        );
+        assert_eq!(json("a: [b:c, \"d\":e]\n"), r#"{"a":["b:c",{"d":"e"}]}"#);
+        for text in [
+            "a: [b?c]\n",
+            "a: {b: c?}\n",
+            "a: [b\n  ?c]\n",
+            "a: &x [b?c]\n",
+        ] {
+            let refusal = refused(text);
+            assert!(
+                refusal.reason.contains("holds a `?`"),
+                "{text}: {refusal:?}"
+            );
+        }
+        // In block context both read it as a scalar.
+        assert_eq!(json("a: b?c\n"), r#"{"a":"b?c"}"#);
+        // With an anchor, through the tree.
+        assert_eq!(json("a: &x [b:]\nc: *x\n"), r#"{"a":["b:"],"c":["b:"]}"#);
+        // A text that holds the stand-in keeps libyaml's refusal.
+        assert!(
+            refused("a: [b:]\nc: \u{fdd0}\n")
+                .reason
+                .contains("unexpected ':'")
+        );
+    }
+
     #[test]
     fn only_the_first_document_is_read() {
         assert_eq!(json("a: 1\n...\nb: [\n"), r#"{"a":1}"#);
@@ -671,6 +816,8 @@ mod tests {
             Just("!!int '7'".to_string()),
             Just("plain text".to_string()),
             Just("2024-01-01".to_string()),
+            Just("a:".to_string()),
+            Just("a?b".to_string()),
             "[a-z]{1,6}",
         ];
         let key = prop_oneof![
@@ -696,19 +843,50 @@ mod tests {
         })
     }
 
+    /// Both readings of one text, as `to_json` would give them; `None`
+    /// where the streamed one needs the tree.
+    fn both_ways(text: &str) -> Option<(Result<String, Refusal>, Result<String, Refusal>)> {
+        let read = |read: Result<String, Stop>| match read {
+            Ok(json) => Some(Ok(json)),
+            Err(Stop::Refused(refusal)) => Some(Err(refusal)),
+            Err(Stop::Colon(at)) => Some(Err(Refusal {
+                line: at,
+                reason: "colon".to_string(),
+            })),
+            Err(Stop::NeedsTree) => None,
+        };
+        Some((
+            read(Streamed::new(text, 1).run())?,
+            read(tree::to_json(text, 1)).expect("the tree reads anything"),
+        ))
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Any text of YAML's characters: read without a panic, the same
+        /// both ways where the stream reads it alone, and as JSON.
+        #[test]
+        fn any_text_is_read_the_same_both_ways(
+            text in "[-:?,\\[\\]{}#&*!|>'\" \n\tabyno0-9.~<_%@]{0,60}"
+        ) {
+            let _ = to_json(&text, 1);
+            if let Some((streamed, tree)) = both_ways(&text) {
+                if let Ok(json) = &streamed {
+                    proptest::prop_assert!(
+                        serde_json::from_str::<serde_json::Value>(json).is_ok(), "{json}"
+                    );
+                }
+                proptest::prop_assert_eq!(streamed, tree, "{:?}", text);
+            }
+        }
 
         /// The streamed reading and the tree read every document without
         /// anchors alike: the same JSON, or the same refusal.
         #[test]
         fn the_stream_reads_as_the_tree(document in documents()) {
-            let streamed = match Streamed::new(&document, 1).run() {
-                Ok(json) => Ok(json),
-                Err(Stop::Refused(refusal)) => Err(refusal),
-                Err(Stop::NeedsTree) => panic!("{document}: no anchor here"),
-            };
-            proptest::prop_assert_eq!(streamed, tree::to_json(&document, 1), "{}", document);
+            let (streamed, tree) = both_ways(&document).expect("no anchor here");
+            proptest::prop_assert_eq!(streamed, tree, "{}", document);
         }
     }
 }

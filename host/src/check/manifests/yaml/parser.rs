@@ -16,6 +16,8 @@ use libyaml_rs as sys;
 /// Where an event or an error is, counted from 0 in the text parsed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Mark {
+    /// In bytes.
+    pub index: usize,
     pub line: usize,
     pub column: usize,
 }
@@ -23,6 +25,7 @@ pub struct Mark {
 impl Mark {
     fn of(mark: sys::yaml_mark_t) -> Mark {
         Mark {
+            index: mark.index as usize,
             line: mark.line as usize,
             column: mark.column as usize,
         }
@@ -43,6 +46,8 @@ pub enum Event<'p> {
         anchor: Option<&'p str>,
         tag: Option<&'p str>,
         value: &'p str,
+        /// Written plain, not quoted nor as a block.
+        plain: bool,
         /// libyaml's `plain_implicit`: plain and untagged, or tagged `!`.
         /// Only such a scalar is resolved by the YAML 1.1 rules (`yes`,
         /// `0400`); the others are strings unless a tag says otherwise.
@@ -50,10 +55,14 @@ pub enum Event<'p> {
     },
     SequenceStart {
         anchor: Option<&'p str>,
+        /// In flow style: `[a, b]`.
+        flow: bool,
     },
     SequenceEnd,
     MappingStart {
         anchor: Option<&'p str>,
+        /// In flow style: `{a: b}`.
+        flow: bool,
     },
     MappingEnd,
 }
@@ -222,15 +231,18 @@ unsafe fn convert<'e>(event: &'e sys::yaml_event_t) -> Event<'e> {
                     anchor: text(scalar.anchor),
                     tag: text(scalar.tag),
                     value: std::str::from_utf8(bytes).unwrap_or_default(),
+                    plain: scalar.style == sys::YAML_PLAIN_SCALAR_STYLE,
                     implicit: scalar.plain_implicit,
                 }
             }
             sys::YAML_SEQUENCE_START_EVENT => Event::SequenceStart {
                 anchor: text(event.data.sequence_start.anchor),
+                flow: event.data.sequence_start.style == sys::YAML_FLOW_SEQUENCE_STYLE,
             },
             sys::YAML_SEQUENCE_END_EVENT => Event::SequenceEnd,
             sys::YAML_MAPPING_START_EVENT => Event::MappingStart {
                 anchor: text(event.data.mapping_start.anchor),
+                flow: event.data.mapping_start.style == sys::YAML_FLOW_MAPPING_STYLE,
             },
             _ => Event::MappingEnd,
         }

@@ -17,7 +17,10 @@ use std::collections::{HashMap, HashSet};
 
 use super::parser::{Event, Parser};
 use super::resolve;
-use super::{MAX_DEPTH, Refusal, at_line, collection_key, given_twice, too_deep, unreadable_key};
+use super::{
+    MAX_DEPTH, Refusal, Stop, at_line, collection_key, colons_back, given_twice, parse_error,
+    question_mark, too_deep, unreadable_key,
+};
 
 enum Node {
     Scalar {
@@ -47,10 +50,12 @@ enum Json {
     Object(Vec<(String, Json)>),
 }
 
-pub fn to_json(text: &str, first_line: usize) -> Result<String, Refusal> {
-    let refuse = |line: usize, reason: String| Refusal {
-        line: first_line + line,
-        reason,
+pub(super) fn to_json(text: &str, first_line: usize) -> Result<String, Stop> {
+    let refuse = |line: usize, reason: String| {
+        Stop::Refused(Refusal {
+            line: first_line + line,
+            reason,
+        })
     };
     let (tree, root) = read(text, first_line)?;
     let Some(root) = root else {
@@ -75,19 +80,27 @@ pub fn to_json(text: &str, first_line: usize) -> Result<String, Refusal> {
 }
 
 /// The tree of the first document of `text`, and its root.
-fn read(text: &str, first_line: usize) -> Result<(Tree, Option<usize>), Refusal> {
+fn read(text: &str, first_line: usize) -> Result<(Tree, Option<usize>), Stop> {
     let mut parser = Parser::new(text);
     let mut tree = Tree { nodes: Vec::new() };
     let mut anchors: HashMap<String, usize> = HashMap::new();
-    // The collections open, innermost last.
-    let mut open: Vec<usize> = Vec::new();
+    // The collections open, innermost last, and whether each is in flow
+    // style.
+    let mut open: Vec<(usize, bool)> = Vec::new();
     let mut root = None;
+    let refuse = |line: usize, reason: String| {
+        Stop::Refused(Refusal {
+            line: first_line + line,
+            reason,
+        })
+    };
     loop {
-        let (event, mark) = parser.next().map_err(|error| Refusal {
-            line: first_line + error.problem_mark.line,
-            reason: format!("not YAML: {}", error.in_file(first_line)),
-        })?;
+        let (event, mark) = parser
+            .next()
+            .map_err(|error| parse_error(&error, text, first_line))?;
         let line = mark.line;
+        let in_flow = open.last().is_some_and(|&(_, flow)| flow);
+        let mut flow = false;
         let (node, anchor) = match event {
             Event::StreamStart | Event::DocumentStart => continue,
             Event::DocumentEnd | Event::StreamEnd => return Ok((tree, root)),
@@ -104,35 +117,43 @@ fn read(text: &str, first_line: usize) -> Result<(Tree, Option<usize>), Refusal>
                     None,
                 ),
                 None => {
-                    return Err(Refusal {
-                        line: first_line + line,
-                        reason: format!("not YAML: unknown anchor '{anchor}' referenced"),
-                    });
+                    return Err(refuse(
+                        line,
+                        format!("not YAML: unknown anchor '{anchor}' referenced"),
+                    ));
                 }
             },
             Event::Scalar {
                 anchor,
                 tag,
                 value,
+                plain,
                 implicit,
-                ..
-            } => (
-                Node::Scalar {
-                    tag: tag.map(Into::into),
-                    value: value.into(),
-                    implicit,
-                },
-                anchor,
-            ),
-            Event::SequenceStart { anchor, .. } => (Node::Sequence(Vec::new()), anchor),
-            Event::MappingStart { anchor, .. } => (Node::Mapping(Vec::new()), anchor),
+            } => {
+                if let Some(reason) = question_mark(in_flow, plain, value) {
+                    return Err(refuse(line, reason));
+                }
+                (
+                    Node::Scalar {
+                        tag: tag.map(Into::into),
+                        value: colons_back(value).into(),
+                        implicit,
+                    },
+                    anchor,
+                )
+            }
+            Event::SequenceStart { anchor, flow: f } => {
+                flow = f;
+                (Node::Sequence(Vec::new()), anchor)
+            }
+            Event::MappingStart { anchor, flow: f } => {
+                flow = f;
+                (Node::Mapping(Vec::new()), anchor)
+            }
         };
         let collection = matches!(node, Node::Sequence(_) | Node::Mapping(_));
         if collection && open.len() >= MAX_DEPTH {
-            return Err(Refusal {
-                line: first_line + line,
-                reason: too_deep(&at_line(first_line + line)),
-            });
+            return Err(refuse(line, too_deep(&at_line(first_line + line))));
         }
         let id = tree.nodes.len();
         tree.nodes.push((node, line));
@@ -141,7 +162,7 @@ fn read(text: &str, first_line: usize) -> Result<(Tree, Option<usize>), Refusal>
         }
         match open.last() {
             None => root = Some(id),
-            Some(&parent) => match &mut tree.nodes[parent].0 {
+            Some(&(parent, _)) => match &mut tree.nodes[parent].0 {
                 Node::Sequence(items) => items.push(id),
                 Node::Mapping(pairs) => match pairs.last_mut() {
                     Some((_, value)) if *value == usize::MAX => *value = id,
@@ -151,7 +172,7 @@ fn read(text: &str, first_line: usize) -> Result<(Tree, Option<usize>), Refusal>
             },
         }
         if collection {
-            open.push(id);
+            open.push((id, flow));
         }
     }
 }
