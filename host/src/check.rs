@@ -339,10 +339,14 @@ impl Checker {
             if batch.is_empty() {
                 break;
             }
+            // Each object parsed back, and judged, on a worker.
             let parts: Vec<Result<Part, String>> = workers.install(|| {
                 batch
-                    .par_iter()
-                    .map(|manifest| self.judge_manifest(manifest, &admission, &owners, &namespaces))
+                    .into_par_iter()
+                    .map(|spilled| {
+                        let manifest = spilled.manifest().map_err(spilling)?;
+                        self.judge_manifest(manifest, &admission, &owners, &namespaces)
+                    })
                     .collect()
             });
             for part in parts {
@@ -367,16 +371,15 @@ impl Checker {
     /// instance.
     fn judge_manifest(
         &self,
-        manifest: &manifests::Manifest,
+        manifest: manifests::Manifest,
         admission: &Admission,
         owners: &objects::Owners,
         namespaces: &policies::Namespaces,
     ) -> Result<Part, String> {
         let mut part = Part::default();
-        let candidates = objects::candidates(&manifest.object, admission, owners);
-        if admission.derive
-            && let Some(idle) = objects::idle(&manifest.object)
-        {
+        let idle = objects::idle(&manifest.object).filter(|_| admission.derive);
+        let candidates = objects::candidates(manifest.object, admission, owners);
+        if let Some(idle) = idle {
             // Named as admitted, in its namespace, as its row names it;
             // a warning, since nothing of the input was skipped.
             let warning = format!(
@@ -422,23 +425,32 @@ impl Checker {
             Scope::In => {}
         }
         let audited = candidate.made_by.is_none() && stored(object);
-        let request = match audited {
-            true => audit::request(object),
-            false => request::request(
+        let mut request = match audited {
+            true => audit::envelope(object),
+            false => request::envelope(
                 "CREATE",
                 &addressed,
-                Some(object),
-                None,
+                object,
                 request::sender(candidate.made_by),
             ),
         };
+        // What the row says of the object, before it moves into the
+        // request.
+        let described = objects::describe(object);
+        let generated = object["metadata"]["generateName"].is_string();
+        let mut annotations: Vec<String> = object["metadata"]["annotations"]
+            .as_object()
+            .map(|a| a.keys().cloned().collect())
+            .unwrap_or_default();
+        annotations.sort_unstable();
+        request["object"] = candidate.object;
         // The API server's conditions; the audit scanner never reads them
         // (adm-controller 1.35, `internal/audit-scanner`).
         if !audited {
             let unmet = self
                 .policy
                 .unmet_condition(&request)
-                .map_err(|e| format!("{source}: {}: {e}", objects::describe(object)))?;
+                .map_err(|e| format!("{source}: {described}: {e}"))?;
             if unmet.is_some() {
                 outcome.not_covered += 1;
                 return Ok(());
@@ -451,7 +463,6 @@ impl Checker {
             .judge(instance, &request)
             .map_err(|e| e.to_string())?;
         let (accepted, message) = (judged.verdict.accepted, judged.line());
-        let generated = object["metadata"]["generateName"].is_string();
         if generated {
             outcome.warn_once(format!(
                 "{ILLUSTRATIVE} `{}` are illustrative: the API server ends each name made from a \
@@ -459,13 +470,8 @@ impl Checker {
                 objects::ILLUSTRATIVE_SUFFIX
             ));
         }
-        let mut annotations: Vec<String> = object["metadata"]["annotations"]
-            .as_object()
-            .map(|a| a.keys().cloned().collect())
-            .unwrap_or_default();
-        annotations.sort_unstable();
         outcome.rows.push(Row {
-            object: objects::describe(object),
+            object: described,
             derived_from: candidate.derived_from,
             source: source.clone(),
             accepted,

@@ -66,7 +66,7 @@ fn admission() -> Admission {
 }
 
 fn derived(object: &Value) -> Vec<Candidate> {
-    candidates(object, &admission(), &Owners::default())
+    candidates(object.clone(), &admission(), &Owners::default())
 }
 
 /// (the recorded object, the recorded objects made from it, in order):
@@ -190,7 +190,7 @@ fn manifests_are_judged_as_admitted() {
         derive: false,
         cluster_kinds: Default::default(),
     };
-    let admitted = candidates(&daemonset, &applied, &Owners::default());
+    let admitted = candidates(daemonset.clone(), &applied, &Owners::default());
     assert_eq!(admitted.len(), 1, "nothing derived");
     assert!(admitted[0].made_by.is_none(), "the user sends it");
     assert_eq!(keys(&admitted[0].object), keys(&recorded(DAEMONSET)));
@@ -203,7 +203,7 @@ fn manifests_are_judged_as_admitted() {
     assert_eq!(record, daemonset, "kubectl records the manifest as given");
     // Without kubectl apply, nothing of kubectl's.
     let plain = candidates(
-        &daemonset,
+        daemonset.clone(),
         &Admission {
             kubectl_apply: false,
             ..applied
@@ -336,13 +336,13 @@ fn a_dump_is_not_made_twice() {
     let owners = Owners::of(dump.iter());
     let all: Vec<Vec<String>> = dump
         .iter()
-        .map(|object| kinds(&candidates(object, &admission(), &owners)))
+        .map(|object| kinds(&candidates(object.clone(), &admission(), &owners)))
         .collect();
     assert_eq!(all, [["Deployment"], ["ReplicaSet"], ["Pod"]]);
     // The Deployment alone still makes its ReplicaSet and Pod.
     let alone = Owners::of([&deployment]);
     assert_eq!(
-        kinds(&candidates(&deployment, &admission(), &alone)),
+        kinds(&candidates(deployment.clone(), &admission(), &alone)),
         ["Deployment", "ReplicaSet", "Pod"]
     );
 }

@@ -12,6 +12,14 @@ use serde_json::{Value, json};
 
 /// The scanner's request for `object`, a stored object as JSON.
 pub fn request(object: &Value) -> Value {
+    let mut request = envelope(object);
+    request["object"] = object.clone();
+    request
+}
+
+/// The scanner's request for `object`, with `object` left null for the
+/// caller to move it in, uncopied.
+pub fn envelope(object: &Value) -> Value {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let (group, version) = super::objects::group_version(api_version);
     let kind = object["kind"].as_str().unwrap_or_default();
@@ -26,7 +34,7 @@ pub fn request(object: &Value) -> Value {
         "name": text("name"),
         "operation": "CREATE",
         "userInfo": {},
-        "object": object,
+        "object": null,
         "oldObject": null,
     });
     // Go leaves out an empty namespace (`omitempty`): a cluster-wide object

@@ -19,15 +19,16 @@ use serde_json::Value;
 
 mod claims;
 mod cut;
-mod documents;
+mod document;
 mod json;
+mod object;
 mod refusals;
 mod stream;
 mod templates;
 mod yaml;
 
 use claims::Claims;
-use documents::Found;
+use document::Found;
 
 /// Where a document or object came from: a file (or `-`) and the line its
 /// document starts on, and its place in a `List`.
@@ -53,6 +54,9 @@ impl fmt::Display for Source {
 pub struct Manifest {
     pub object: Value,
     pub source: Source,
+    /// `object` as compact JSON, written by the worker that read it: what
+    /// waits on disk for judging (`check/spill.rs`).
+    pub json: String,
 }
 
 /// Input that could not be used, and why.
@@ -286,7 +290,7 @@ fn read_file(path: &Path, found: &mut dyn FnMut(Input)) {
 /// The documents of a text, each with its line: YAML streams and JSON,
 /// read as the check reads manifests, each document whole.
 pub fn documents(text: &str) -> Vec<(usize, Result<Value, String>)> {
-    documents::read(text)
+    document::read(text)
 }
 
 /// The JSON kubectl sends for one document's text (`null` for an empty
@@ -309,25 +313,8 @@ fn read_stream(file: &str, input: impl Read + Seek, found: &mut dyn FnMut(Input)
     if cr_only(&mut input) {
         return read_cr_only(file, input, found);
     }
-    let read = stream::read_all(&mut input, &mut |document| match document {
-        Found::Document(line, Ok(value)) => take_document(value, file_source(file, line), found),
-        Found::Document(line, Err(reason)) => found(Input::Unusable(Unusable {
-            source: file_source(file, line),
-            reason,
-        })),
-        Found::Item { line, index, value } => {
-            let source = Source {
-                item: Some(index),
-                ..file_source(file, line)
-            };
-            take_item(value, source, found)
-        }
-        Found::Template(line, template) => found(Input::Note(Note {
-            source: file_source(file, line),
-            text: templates::note(&template),
-            unrendered: true,
-        })),
-    });
+    let take = |found: Found| object::take(found, file);
+    let read = stream::read_all(&mut input, &take, found);
     if let Err(e) = read {
         found(Input::Unusable(whole(file, format!("cannot read: {e}"))));
     }
@@ -407,118 +394,6 @@ fn first_document_end(text: &str) -> Option<usize> {
         }
     }
     None
-}
-
-/// A document: an object, a list of objects (`List`, or a typed list
-/// such as `ConfigMapList`, as `kubectl get -o yaml` writes them), or
-/// something unusable.
-fn take_document(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
-    if value.is_null() {
-        return;
-    }
-    match is_list(&value) {
-        true => take_items(&value, &source, found),
-        false => take_object(value, source, found),
-    }
-}
-
-/// Whether `value` is a List: a kind that ends so, with `items`.
-fn is_list(value: &Value) -> bool {
-    value
-        .as_object()
-        .is_some_and(|object| documents::names_a_list(object) && object.contains_key("items"))
-}
-
-/// A List's items, each at its place in it, of the list's kind where
-/// they name none (`documents::of_the_list`).
-fn take_items(list: &Value, source: &Source, found: &mut dyn FnMut(Input)) {
-    let Some(items) = list["items"].as_array() else {
-        found(Input::Unusable(Unusable {
-            source: source.clone(),
-            reason: "a List whose `items` is not a list".to_string(),
-        }));
-        return;
-    };
-    let no_fields = serde_json::Map::new();
-    let fields = list.as_object().unwrap_or(&no_fields);
-    for (i, item) in items.iter().enumerate() {
-        let source = Source {
-            item: Some(i),
-            ..source.clone()
-        };
-        let mut item = item.clone();
-        documents::of_the_list(fields, &mut item);
-        take_item(item, source, found);
-    }
-}
-
-/// An item of a List: kubectl reads no List inside a List (it refuses the
-/// whole List that holds one: its other items are judged here, and the run
-/// exits 2).
-fn take_item(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
-    match is_list(&value) {
-        true => found(Input::Unusable(Unusable {
-            source,
-            reason: "a List inside a List, which kubectl refuses with the whole List that holds \
-                     it: give its items to the outer List"
-                .to_string(),
-        })),
-        false => take_object(value, source, found),
-    }
-}
-
-/// A document of the input: an object to check, or no object at all (a
-/// note), or an object that cannot be used.
-fn take_object(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
-    if source.item.is_none() && !value.get("kind").is_some_and(Value::is_string) {
-        found(Input::Note(Note {
-            source,
-            text: format!(
-                "not a Kubernetes object ({}, without a `kind`): skipped",
-                super::objects::fields::what(&value)
-            ),
-            unrendered: false,
-        }));
-        return;
-    }
-    if let Some(template) = templates::in_metadata(&value) {
-        found(Input::Note(Note {
-            source,
-            text: templates::note(&template),
-            unrendered: true,
-        }));
-        return;
-    }
-    if let Some(api_version) = served_by_no_cluster(&value) {
-        found(Input::Note(Note {
-            source,
-            text: format!(
-                "a kustomize configuration (`apiVersion: {api_version}`), which no cluster \
-                 serves: skipped; what it changes shows in what `kubectl kustomize` renders"
-            ),
-            unrendered: false,
-        }));
-        return;
-    }
-    match refusals::object_problem(&value) {
-        None => found(Input::Manifest(Manifest {
-            object: value,
-            source,
-        })),
-        Some(reason) => found(Input::Unusable(Unusable { source, reason })),
-    }
-}
-
-/// The `apiVersion` of a kustomize transformer or generator configuration
-/// (`builtin`, `kustomize.config.k8s.io/…`): input to kustomize, never an
-/// object that a cluster stores.
-fn served_by_no_cluster(value: &Value) -> Option<&str> {
-    let api_version = value.get("apiVersion")?.as_str()?;
-    let kustomize = matches!(
-        super::objects::group_version(api_version),
-        ("", "builtin") | ("kustomize.config.k8s.io", _)
-    );
-    kustomize.then_some(api_version)
 }
 
 #[cfg(test)]

@@ -288,11 +288,11 @@ fn controller_of_object(object: &Value) -> Option<&Value> {
 
 /// The object of the input as admitted, then each object made from it.
 /// `owners`: the controllers the input's objects name.
-pub fn candidates(manifest: &Value, admission: &Admission, owners: &Owners) -> Vec<Candidate> {
-    let object = admitted(manifest, admission);
+pub fn candidates(manifest: Value, admission: &Admission, owners: &Owners) -> Vec<Candidate> {
     // Made by a controller already, or its children are in the input.
     let made_already =
-        controller_of_object(manifest).is_some() || owners.own_children_in_input(manifest);
+        controller_of_object(&manifest).is_some() || owners.own_children_in_input(&manifest);
+    let object = admitted(manifest, admission);
     let mut out = vec![Candidate {
         object,
         derived_from: Vec::new(),

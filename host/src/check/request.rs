@@ -38,6 +38,16 @@ pub fn request(
     user: Value,
 ) -> Value {
     let subject = object.or(old).unwrap_or(&Value::Null);
+    let mut request = envelope(operation, addressed, subject, user);
+    request["object"] = object.cloned().into();
+    request["oldObject"] = old.cloned().into();
+    request
+}
+
+/// The request around `subject` (the object, or the old one for a
+/// DELETE), with `object` and `oldObject` left null for the caller to move
+/// its objects in, uncopied.
+pub fn envelope(operation: &str, addressed: &Addressed, subject: &Value, user: Value) -> Value {
     let Addressed {
         group,
         version,
@@ -60,8 +70,8 @@ pub fn request(
         "name": subject["metadata"]["name"],
         "operation": operation,
         "userInfo": user,
-        "object": object,
-        "oldObject": old,
+        "object": null,
+        "oldObject": null,
         "dryRun": false,
         "options": {"kind": options, "apiVersion": "meta.k8s.io/v1"},
     });

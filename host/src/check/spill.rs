@@ -42,14 +42,11 @@ impl Spill {
         if self.files.last() != Some(&source.file) {
             self.files.push(source.file.clone());
         }
-        let written = serde_json::to_vec(&manifest.object)
-            .map_err(io::Error::other)
-            .and_then(|json| {
-                let item = source.item.map_or(0, |i| i + 1);
-                let file = self.files.len() - 1;
-                writeln!(self.writer, "{} {} {item} {file}", json.len(), source.line)?;
-                self.writer.write_all(&json)
-            });
+        let json = manifest.json.as_bytes();
+        let item = source.item.map_or(0, |i| i + 1);
+        let file = self.files.len() - 1;
+        let written = writeln!(self.writer, "{} {} {item} {file}", json.len(), source.line)
+            .and_then(|()| self.writer.write_all(json));
         match written {
             Ok(()) => self.count += 1,
             Err(e) => self.failed = Some(e),
@@ -72,7 +69,6 @@ impl Spill {
             reader: BufReader::with_capacity(1 << 16, file),
             files: self.files,
             header: String::new(),
-            json: Vec::new(),
             left: self.count,
         })
     }
@@ -82,12 +78,31 @@ pub struct ReadBack {
     reader: BufReader<File>,
     files: Vec<String>,
     header: String,
-    json: Vec<u8>,
     left: usize,
 }
 
+/// An object read back: its JSON, parsed by whoever judges it.
+pub struct Spilled {
+    pub json: Vec<u8>,
+    pub source: Source,
+}
+
+impl Spilled {
+    pub fn manifest(self) -> io::Result<Manifest> {
+        let mut de = serde_json::Deserializer::from_slice(&self.json);
+        // As deep as it was read: the readers' own limits held it.
+        de.disable_recursion_limit();
+        let object = Value::deserialize(&mut de).map_err(io::Error::other)?;
+        Ok(Manifest {
+            object,
+            source: self.source,
+            json: String::from_utf8(self.json).map_err(io::Error::other)?,
+        })
+    }
+}
+
 impl ReadBack {
-    fn next_manifest(&mut self) -> io::Result<Manifest> {
+    fn next_spilled(&mut self) -> io::Result<Spilled> {
         self.header.clear();
         self.reader.read_line(&mut self.header)?;
         let broken = || io::Error::other("the objects read were changed on disk");
@@ -100,14 +115,10 @@ impl ReadBack {
         let [length, line, item, file] = numbers[..] else {
             return Err(broken());
         };
-        self.json.resize(length, 0);
-        self.reader.read_exact(&mut self.json)?;
-        let mut de = serde_json::Deserializer::from_slice(&self.json);
-        // As deep as it was read: the readers' own limits held it.
-        de.disable_recursion_limit();
-        let object = Value::deserialize(&mut de).map_err(io::Error::other)?;
-        Ok(Manifest {
-            object,
+        let mut json = vec![0; length];
+        self.reader.read_exact(&mut json)?;
+        Ok(Spilled {
+            json,
             source: Source {
                 file: self.files.get(file).ok_or_else(broken)?.clone(),
                 line,
@@ -118,11 +129,11 @@ impl ReadBack {
 }
 
 impl Iterator for ReadBack {
-    type Item = io::Result<Manifest>;
+    type Item = io::Result<Spilled>;
 
     fn next(&mut self) -> Option<Self::Item> {
         self.left = self.left.checked_sub(1)?;
-        Some(self.next_manifest())
+        Some(self.next_spilled())
     }
 }
 
@@ -150,6 +161,7 @@ mod tests {
         ]
         .into_iter()
         .map(|(object, file, line, item)| Manifest {
+            json: object.to_string(),
             object,
             source: Source {
                 file: file.to_string(),
@@ -163,7 +175,11 @@ mod tests {
             spill.push(manifest);
         }
         assert_eq!(spill.len(), 3);
-        let back: Vec<Manifest> = spill.read_back().unwrap().map(Result::unwrap).collect();
+        let back: Vec<Manifest> = spill
+            .read_back()
+            .unwrap()
+            .map(|spilled| spilled.unwrap().manifest().unwrap())
+            .collect();
         assert_eq!(back.len(), 3);
         for (back, manifest) in back.iter().zip(&manifests) {
             assert_eq!(back.object, manifest.object);

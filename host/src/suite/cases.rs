@@ -257,7 +257,7 @@ impl Test<'_> {
         Ok(found
             .iter()
             .map(|old| {
-                objects::candidates(old, &alone, &self.owners)
+                objects::candidates(old.clone(), &alone, &self.owners)
                     .swap_remove(0)
                     .object
             })

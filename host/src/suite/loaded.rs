@@ -240,7 +240,7 @@ impl<'t> Test<'t> {
         for object in &read {
             for Candidate {
                 object, made_by, ..
-            } in objects::candidates(object, &self.admission, &self.owners)
+            } in objects::candidates(object.clone(), &self.admission, &self.owners)
             {
                 let kind = object["kind"].as_str().unwrap_or_default().to_string();
                 let place = objects::place(&object);

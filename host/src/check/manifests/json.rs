@@ -16,7 +16,7 @@ use serde::de::{
 };
 use serde_json::Value;
 
-use super::documents::Found;
+use super::document::Found;
 
 /// Reads the JSON values of `input` (from its start) if some are Lists to
 /// hand out item by item; `false` when none is, or the input is not JSON
@@ -110,7 +110,7 @@ impl<'de> Visitor<'de> for ShapeVisitor {
             }
         }
         Ok(
-            match super::documents::names_a_list(&head) && items == 1 && array {
+            match super::object::names_a_list(&head) && items == 1 && array {
                 true => Shape::List(head),
                 false => Shape::Other,
             },
@@ -240,7 +240,7 @@ impl<'de> Visitor<'de> for Items<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut index = 0;
         while let Some(mut value) = seq.next_element::<Value>()? {
-            super::documents::of_the_list(self.head, &mut value);
+            super::object::of_the_list(self.head, &mut value);
             (self.found)(Found::Item {
                 line: self.line,
                 index,
@@ -329,7 +329,7 @@ mod tests {
             ]
         );
         // The same lines as read whole.
-        let whole: Vec<usize> = crate::check::manifests::documents::read(text)
+        let whole: Vec<usize> = crate::check::manifests::document::read(text)
             .iter()
             .map(|(line, _)| *line)
             .collect();

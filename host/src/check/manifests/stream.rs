@@ -18,8 +18,9 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use super::cut::{Cutter, Items, Span, has_content};
-use super::documents::{self, Found, Piece, yaml_document};
+use super::document::{self, Found, Piece, yaml_document};
 use super::json;
+use super::object;
 use super::templates;
 
 /// What a first pass over a stream's lines found.
@@ -45,12 +46,16 @@ fn scan(input: &mut impl BufRead) -> io::Result<Scan> {
 /// held of a stream of a million documents is the places of a few hundred,
 /// not of a million. (Where the documents of JSON end is known at its end:
 /// it is scanned whole.)
-pub fn read_all(input: &mut (impl BufRead + Seek), found: &mut dyn FnMut(Found)) -> io::Result<()> {
+pub fn read_all<T: Send>(
+    input: &mut (impl BufRead + Seek),
+    finish: &Finish<'_, T>,
+    found: &mut dyn FnMut(T),
+) -> io::Result<()> {
     let mut scanner = Scanner::default();
     let mut spans = scanner.cut(input, CUT_AHEAD)?;
     if scanner.json_like {
         spans.extend(scanner.cut(input, usize::MAX)?);
-        return read(input, &scanner.into_scan(spans), found);
+        return read(input, &scanner.into_scan(spans), finish, found);
     }
     loop {
         // Reading seeks; the cut goes on from where it stopped.
@@ -60,7 +65,7 @@ pub fn read_all(input: &mut (impl BufRead + Seek), found: &mut dyn FnMut(Found))
             json_like: false,
             depth: json::Depth::default(),
         };
-        read(input, &scan, found)?;
+        read(input, &scan, finish, found)?;
         if scanner.ended {
             return Ok(());
         }
@@ -137,20 +142,27 @@ impl Scanner {
     }
 }
 
-/// Hands out every document of `input`, as `scan` cut it.
-pub fn read(
+/// What becomes of each document or item once parsed (the next stage),
+/// on the worker that parsed it.
+pub type Finish<'f, T> = dyn Fn(Found) -> Vec<T> + Sync + 'f;
+
+/// Hands out every document of `input`, as `scan` cut it, each finished
+/// by `finish`.
+pub fn read<T: Send>(
     input: &mut (impl BufRead + Seek),
     scan: &Scan,
-    found: &mut dyn FnMut(Found),
+    finish: &Finish<'_, T>,
+    found: &mut dyn FnMut(T),
 ) -> io::Result<()> {
+    let mut finished = |f: Found| finish(f).into_iter().for_each(&mut *found);
     if scan.json_like {
-        if scan.depth.deepest <= json::STREAMED_DEPTH && json::read_lists(input, found)? {
+        if scan.depth.deepest <= json::STREAMED_DEPTH && json::read_lists(input, &mut finished)? {
             return Ok(());
         }
         // JSON without Lists, or JSON then YAML: read whole, as
         // `documents` decides.
         let text = text_at(input, 0, u64::MAX)?;
-        for (line, value) in documents::read(&text) {
+        for (line, value) in document::read(&text) {
             // Where the document starts is not known here: the line the
             // error names is a template's when it holds the syntax
             // (`{{- if .Values.x }}` that opens a chart's template).
@@ -159,8 +171,8 @@ pub fn read(
                 templates::in_text(text, line)
             };
             match value.is_err().then(|| at(line)) {
-                Some(Some(template)) => found(Found::Template(line, template)),
-                _ => found(Found::Document(line, value)),
+                Some(Some(template)) => finished(Found::Template(line, template)),
+                _ => finished(Found::Document(line, value)),
             }
         }
         return Ok(());
@@ -175,7 +187,7 @@ pub fn read(
             .take_while(|span| plain(span))
             .count();
         if run > 0 {
-            plain_documents(input, &scan.spans[next..next + run], found)?;
+            plain_documents(input, &scan.spans[next..next + run], finish, found)?;
             next += run;
             continue;
         }
@@ -184,20 +196,22 @@ pub fn read(
         if span.on_marker {
             // kubectl's reader takes such a line for a broken separator,
             // and refuses the document (with the one before it).
-            found(Found::Document(
+            finish(Found::Document(
                 span.first_line,
                 Err(
                     "content on the `---` line, which kubectl refuses as an invalid document \
                      separator: start the document on the next line"
                         .to_string(),
                 ),
-            ));
+            ))
+            .into_iter()
+            .for_each(&mut *found);
             continue;
         }
-        match entries(input, span, found)? {
+        match entries(input, span, finish, found)? {
             Listed::All => {}
-            Listed::No => whole(input, span, 0, found)?,
-            Listed::Until(from) => whole(input, span, from, found)?,
+            Listed::No => whole(input, span, 0, finish, found)?,
+            Listed::Until(from) => whole(input, span, from, finish, found)?,
         }
     }
     Ok(())
@@ -217,10 +231,11 @@ enum Listed {
 /// Reads the entries of a document, if `scan` found an `items:` block
 /// sequence in it and the document around them is a `List` whose `items`
 /// holds nothing else.
-fn entries(
+fn entries<T: Send>(
     input: &mut (impl Read + Seek),
     span: &Span,
-    found: &mut dyn FnMut(Found),
+    finish: &Finish<'_, T>,
+    found: &mut dyn FnMut(T),
 ) -> io::Result<Listed> {
     let Some(items) = &span.items else {
         return Ok(Listed::No);
@@ -234,7 +249,7 @@ fn entries(
     });
     let list = match &around.1 {
         Ok(Value::Object(map))
-            if documents::names_a_list(map) && map.get("items") == Some(&Value::Null) =>
+            if object::names_a_list(map) && map.get("items") == Some(&Value::Null) =>
         {
             map
         }
@@ -258,7 +273,9 @@ fn entries(
                 Ok((i, text, line))
             })
             .collect::<io::Result<_>>()?;
-        let parsed: Vec<(usize, usize, Result<Value, String>)> = batch
+        // Each entry read and finished on a worker; one that does not
+        // read alone stops the reading entry by entry.
+        let finished: Vec<(usize, Option<Vec<T>>)> = batch
             .par_iter()
             .map(|(i, text, line)| {
                 let content_line = content_line(text, *line);
@@ -267,20 +284,21 @@ fn entries(
                     first_line: *line,
                     content_line,
                 };
-                (*i, content_line, yaml_document(piece).1)
-            })
-            .collect();
-        for (i, content_line, value) in parsed {
-            match value {
-                Ok(mut value) => {
-                    documents::of_the_list(list, &mut value);
-                    found(Found::Item {
+                let finished = yaml_document(piece).1.ok().map(|mut value| {
+                    object::of_the_list(list, &mut value);
+                    finish(Found::Item {
                         line: content_line,
-                        index: i,
+                        index: *i,
                         value,
                     })
-                }
-                Err(_) => return Ok(Listed::Until(i)),
+                });
+                (*i, finished)
+            })
+            .collect();
+        for (i, finished) in finished {
+            match finished {
+                Some(items) => items.into_iter().for_each(&mut *found),
+                None => return Ok(Listed::Until(i)),
             }
         }
         index += batch.len();
@@ -293,14 +311,17 @@ const ENTRIES: usize = 256;
 
 /// Reads a document whole, handing out the entries of its `items` from
 /// `from` when entries before it were handed out already.
-fn whole(
+fn whole<T: Send>(
     input: &mut (impl Read + Seek),
     span: &Span,
     from: usize,
-    found: &mut dyn FnMut(Found),
+    finish: &Finish<'_, T>,
+    found: &mut dyn FnMut(T),
 ) -> io::Result<()> {
     let text = text_at(input, span.start, span.end)?;
-    hand_out(parse_whole(&text, span), from, found);
+    hand_out(parse_whole(&text, span), from, &mut |f| {
+        finish(f).into_iter().for_each(&mut *found)
+    });
     Ok(())
 }
 
@@ -345,7 +366,7 @@ fn hand_out(parsed: Parsed, from: usize, found: &mut dyn FnMut(Found)) {
         Parsed::Read { line, value, lines } => (line, value, lines),
     };
     let listed = |map: &serde_json::Map<String, Value>| {
-        documents::names_a_list(map)
+        object::names_a_list(map)
             && match (map.get("items"), &lines) {
                 (Some(Value::Array(items)), Some(lines)) => items.len() == lines.len(),
                 _ => false,
@@ -357,7 +378,7 @@ fn hand_out(parsed: Parsed, from: usize, found: &mut dyn FnMut(Found)) {
                 let lines = lines.filter(|lines| lines.len() == items.len());
                 for (index, mut value) in items.into_iter().enumerate().skip(from) {
                     let line = lines.as_ref().map_or(line, |lines| lines[index]);
-                    documents::of_the_list(&map, &mut value);
+                    object::of_the_list(&map, &mut value);
                     found(Found::Item { line, index, value });
                 }
             }
@@ -372,23 +393,26 @@ fn hand_out(parsed: Parsed, from: usize, found: &mut dyn FnMut(Found)) {
 
 /// Reads the documents of `spans`, none of which needs reading entry by
 /// entry, on the workers, and hands them out in their order.
-fn plain_documents(
+fn plain_documents<T: Send>(
     input: &mut (impl Read + Seek),
     spans: &[Span],
-    found: &mut dyn FnMut(Found),
+    finish: &Finish<'_, T>,
+    found: &mut dyn FnMut(T),
 ) -> io::Result<()> {
     let texts = spans
         .iter()
         .map(|span| text_at(input, span.start, span.end))
         .collect::<io::Result<Vec<_>>>()?;
-    let parsed: Vec<Parsed> = texts
+    let finished: Vec<Vec<T>> = texts
         .par_iter()
         .zip(spans)
-        .map(|(text, span)| parse_whole(text, span))
+        .map(|(text, span)| {
+            let mut out = Vec::new();
+            hand_out(parse_whole(text, span), 0, &mut |f| out.extend(finish(f)));
+            out
+        })
         .collect();
-    for parsed in parsed {
-        hand_out(parsed, 0, found);
-    }
+    finished.into_iter().flatten().for_each(found);
     Ok(())
 }
 
@@ -435,14 +459,19 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Each document as it is parsed: the stage after is left out.
+    fn one(found: Found) -> Vec<Found> {
+        vec![found]
+    }
+
     /// What the stream hands out, and the same text read whole; a
     /// List's items one by one in both.
     fn both(text: &str) -> (Vec<Found>, Vec<Found>) {
         let mut input = io::Cursor::new(text.as_bytes());
         let scan = scan(&mut input).unwrap();
         let mut streamed = Vec::new();
-        read(&mut input, &scan, &mut |f| streamed.push(f)).unwrap();
-        let whole = documents::read(text)
+        read(&mut input, &scan, &one, &mut |f| streamed.push(f)).unwrap();
+        let whole = document::read(text)
             .into_iter()
             .map(|(line, value)| Found::Document(line, value))
             .collect();
@@ -462,7 +491,7 @@ mod tests {
                 }],
 
                 Found::Document(line, Ok(Value::Object(mut map)))
-                    if documents::names_a_list(&map)
+                    if object::names_a_list(&map)
                         && map.get("items").is_some_and(Value::is_array) =>
                 {
                     let Some(Value::Array(items)) = map.remove("items") else {
@@ -489,7 +518,7 @@ mod tests {
         let mut input = io::Cursor::new(text.as_bytes());
         let scan = scan(&mut input).unwrap();
         let span = scan.spans.iter().find(|s| s.items.is_some()).unwrap();
-        entries(&mut input, span, &mut |_| {}).unwrap()
+        entries(&mut input, span, &one, &mut |_| {}).unwrap()
     }
 
     /// A stream longer than what is cut ahead reads as it reads cut
@@ -517,11 +546,11 @@ mod tests {
             let scan = scan(&mut input).unwrap();
             assert!(scan.spans.len() > 2 * CUT_AHEAD, "{}", scan.spans.len());
             let mut found = Vec::new();
-            read(&mut input, &scan, &mut |f| found.push(f)).unwrap();
+            read(&mut input, &scan, &one, &mut |f| found.push(f)).unwrap();
             found
         };
         let mut ahead = Vec::new();
-        read_all(&mut io::Cursor::new(text.as_bytes()), &mut |f| {
+        read_all(&mut io::Cursor::new(text.as_bytes()), &one, &mut |f| {
             ahead.push(f)
         })
         .unwrap();
@@ -529,7 +558,7 @@ mod tests {
         // Through a reader whose buffer is smaller than a document.
         let mut small = io::BufReader::with_capacity(7, io::Cursor::new(text.as_bytes()));
         let mut found = Vec::new();
-        read_all(&mut small, &mut |f| found.push(f)).unwrap();
+        read_all(&mut small, &one, &mut |f| found.push(f)).unwrap();
         assert_eq!(found, whole);
     }
 
@@ -575,7 +604,7 @@ mod tests {
             let mut input = io::Cursor::new(text.as_bytes());
             let scan = scan(&mut input).unwrap();
             let mut lines = Vec::new();
-            read(&mut input, &scan, &mut |found| match found {
+            read(&mut input, &scan, &one, &mut |found| match found {
                 Found::Item { line, .. } => lines.push(line),
                 Found::Document(_, value) => assert!(value.is_ok()),
                 Found::Template(..) => panic!("no template here"),
@@ -880,7 +909,7 @@ mod tests {
             }
             let all_read_alone = documents
                 .iter()
-                .all(|d| documents::read(d).iter().all(|(_, v)| v.is_ok()));
+                .all(|d| document::read(d).iter().all(|(_, v)| v.is_ok()));
             for indent in ["", "  "] {
                 let mut list = "apiVersion: v1\nitems:\n".to_string();
                 for document in &documents {

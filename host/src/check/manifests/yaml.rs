@@ -51,7 +51,12 @@ pub struct Refusal {
 /// The JSON of the first document of `text` (`null` for an empty one),
 /// whose first line is line `first_line` of its file.
 pub fn to_json(text: &str, first_line: usize) -> Result<String, Refusal> {
-    if let Some(line) = flow_too_deep(text) {
+    // Only a text of more brackets than the depth allowed can be too deep.
+    let brackets = text.bytes().filter(|&b| b == b'[' || b == b'{').count();
+    if let Some(line) = (brackets > MAX_DEPTH)
+        .then(|| flow_too_deep(text))
+        .flatten()
+    {
         let line = first_line + line - 1;
         return Err(Refusal {
             line,

@@ -46,15 +46,16 @@ impl Admission {
 }
 
 /// The object as a validating webhook sees it at its creation.
-pub(super) fn admitted(manifest: &Value, admission: &Admission) -> Value {
-    let mut object = manifest.clone();
-    as_decoded(&mut object);
-    let kind = object["kind"].as_str().unwrap_or_default().to_string();
+pub(super) fn admitted(manifest: Value, admission: &Admission) -> Value {
+    let mut object = manifest;
     if admission.kubectl_apply && annotation(&object, LAST_APPLIED).is_none() {
-        // kubectl records the manifest as given, without this annotation.
-        let text = serde_json::to_string(manifest).unwrap_or_default() + "\n";
+        // kubectl records the manifest as given (before the API server
+        // decodes it), without this annotation.
+        let text = serde_json::to_string(&object).unwrap_or_default() + "\n";
         annotations_mut(&mut object).insert(LAST_APPLIED.into(), text.into());
     }
+    as_decoded(&mut object);
+    let kind = object["kind"].as_str().unwrap_or_default().to_string();
     let metadata = metadata_mut(&mut object);
     match admission.namespaced(&kind) {
         true if !metadata.contains_key("namespace") => {

@@ -18,34 +18,6 @@ use super::cut::{self, Span};
 /// text.
 pub type Read = (usize, Result<Value, String>);
 
-/// Whether an object's `kind` names a list (`List`, `ConfigMapList`): one
-/// test for every reader of Lists here.
-pub fn names_a_list(object: &serde_json::Map<String, Value>) -> bool {
-    object
-        .get("kind")
-        .and_then(Value::as_str)
-        .is_some_and(|kind| kind.ends_with("List"))
-}
-
-/// An item of a typed list (`ConfigMapList`) that leaves out its
-/// `apiVersion` and `kind` is of the list's version and kind, as kubectl
-/// reads it.
-pub fn of_the_list(list: &serde_json::Map<String, Value>, item: &mut Value) {
-    let kind = list.get("kind").and_then(Value::as_str).unwrap_or_default();
-    let (Some(kind), Some(fields)) = (
-        kind.strip_suffix("List").filter(|kind| !kind.is_empty()),
-        item.as_object_mut(),
-    ) else {
-        return;
-    };
-    fields.entry("kind").or_insert_with(|| kind.into());
-    if let Some(api_version) = list.get("apiVersion") {
-        fields
-            .entry("apiVersion")
-            .or_insert_with(|| api_version.clone());
-    }
-}
-
 /// What a file holds, in the order it holds it.
 #[derive(Debug, PartialEq)]
 pub enum Found {

@@ -1,0 +1,181 @@
+//! The third stage of reading: what a document parsed into JSON is to the
+//! check. An object, with its file and line (and its place in a `List`);
+//! the items of a `List`, or of a typed list such as `ConfigMapList`, as
+//! `kubectl get -o yaml` writes them; no object at all (a note); a
+//! template, a kustomize configuration (notes that say what to render); or
+//! an object the API server would refuse (unusable, with the reason the
+//! fourth stage, `refusals`, gives).
+
+use serde_json::Value;
+
+use super::document::Found;
+use super::{Input, Manifest, Note, Source, Unusable, file_source, refusals, templates};
+
+/// What `found` is, in order: objects, notes, what cannot be used.
+pub(super) fn take(found: Found, file: &str) -> Vec<Input> {
+    let mut out = Vec::new();
+    let found_one = &mut |input| out.push(input);
+    match found {
+        Found::Document(line, Ok(value)) => {
+            take_document(value, file_source(file, line), found_one)
+        }
+        Found::Document(line, Err(reason)) => found_one(Input::Unusable(Unusable {
+            source: file_source(file, line),
+            reason,
+        })),
+        Found::Item { line, index, value } => {
+            let source = Source {
+                item: Some(index),
+                ..file_source(file, line)
+            };
+            take_item(value, source, found_one)
+        }
+        Found::Template(line, template) => found_one(Input::Note(Note {
+            source: file_source(file, line),
+            text: templates::note(&template),
+            unrendered: true,
+        })),
+    }
+    out
+}
+
+/// Whether an object's `kind` names a list (`List`, `ConfigMapList`): one
+/// test for every reader of Lists here.
+pub(super) fn names_a_list(object: &serde_json::Map<String, Value>) -> bool {
+    object
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|kind| kind.ends_with("List"))
+}
+
+/// An item of a typed list (`ConfigMapList`) that leaves out its
+/// `apiVersion` and `kind` is of the list's version and kind, as kubectl
+/// reads it.
+pub(super) fn of_the_list(list: &serde_json::Map<String, Value>, item: &mut Value) {
+    let kind = list.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let (Some(kind), Some(fields)) = (
+        kind.strip_suffix("List").filter(|kind| !kind.is_empty()),
+        item.as_object_mut(),
+    ) else {
+        return;
+    };
+    fields.entry("kind").or_insert_with(|| kind.into());
+    if let Some(api_version) = list.get("apiVersion") {
+        fields
+            .entry("apiVersion")
+            .or_insert_with(|| api_version.clone());
+    }
+}
+
+/// A document: an object, a list of objects (`List`, or a typed list
+/// such as `ConfigMapList`, as `kubectl get -o yaml` writes them), or
+/// something unusable.
+fn take_document(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
+    if value.is_null() {
+        return;
+    }
+    match is_list(&value) {
+        true => take_items(&value, &source, found),
+        false => take_object(value, source, found),
+    }
+}
+
+/// Whether `value` is a List: a kind that ends so, with `items`.
+fn is_list(value: &Value) -> bool {
+    value
+        .as_object()
+        .is_some_and(|object| names_a_list(object) && object.contains_key("items"))
+}
+
+/// A List's items, each at its place in it, of the list's kind where
+/// they name none (`of_the_list`).
+fn take_items(list: &Value, source: &Source, found: &mut dyn FnMut(Input)) {
+    let Some(items) = list["items"].as_array() else {
+        found(Input::Unusable(Unusable {
+            source: source.clone(),
+            reason: "a List whose `items` is not a list".to_string(),
+        }));
+        return;
+    };
+    let no_fields = serde_json::Map::new();
+    let fields = list.as_object().unwrap_or(&no_fields);
+    for (i, item) in items.iter().enumerate() {
+        let source = Source {
+            item: Some(i),
+            ..source.clone()
+        };
+        let mut item = item.clone();
+        of_the_list(fields, &mut item);
+        take_item(item, source, found);
+    }
+}
+
+/// An item of a List: kubectl reads no List inside a List (it refuses the
+/// whole List that holds one: its other items are judged here, and the run
+/// exits 2).
+fn take_item(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
+    match is_list(&value) {
+        true => found(Input::Unusable(Unusable {
+            source,
+            reason: "a List inside a List, which kubectl refuses with the whole List that holds \
+                     it: give its items to the outer List"
+                .to_string(),
+        })),
+        false => take_object(value, source, found),
+    }
+}
+
+/// A document of the input: an object to check, or no object at all (a
+/// note), or an object that cannot be used.
+fn take_object(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
+    if source.item.is_none() && !value.get("kind").is_some_and(Value::is_string) {
+        found(Input::Note(Note {
+            source,
+            text: format!(
+                "not a Kubernetes object ({}, without a `kind`): skipped",
+                crate::check::objects::fields::what(&value)
+            ),
+            unrendered: false,
+        }));
+        return;
+    }
+    if let Some(template) = templates::in_metadata(&value) {
+        found(Input::Note(Note {
+            source,
+            text: templates::note(&template),
+            unrendered: true,
+        }));
+        return;
+    }
+    if let Some(api_version) = served_by_no_cluster(&value) {
+        found(Input::Note(Note {
+            source,
+            text: format!(
+                "a kustomize configuration (`apiVersion: {api_version}`), which no cluster \
+                 serves: skipped; what it changes shows in what `kubectl kustomize` renders"
+            ),
+            unrendered: false,
+        }));
+        return;
+    }
+    match refusals::object_problem(&value) {
+        None => found(Input::Manifest(Manifest {
+            json: value.to_string(),
+            object: value,
+            source,
+        })),
+        Some(reason) => found(Input::Unusable(Unusable { source, reason })),
+    }
+}
+
+/// The `apiVersion` of a kustomize transformer or generator configuration
+/// (`builtin`, `kustomize.config.k8s.io/…`): input to kustomize, never an
+/// object that a cluster stores.
+fn served_by_no_cluster(value: &Value) -> Option<&str> {
+    let api_version = value.get("apiVersion")?.as_str()?;
+    let kustomize = matches!(
+        crate::check::objects::group_version(api_version),
+        ("", "builtin") | ("kustomize.config.k8s.io", _)
+    );
+    kustomize.then_some(api_version)
+}
