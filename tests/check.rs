@@ -698,6 +698,73 @@ fn unusable_input_is_reported_and_the_rest_checked() {
     );
 }
 
+/// What the API server refuses of what `check` reads: a Secret whose
+/// `data` is not base64, a name its kind's validation refuses, an object
+/// whose annotations pass 262,144 bytes once `kubectl apply` adds its copy
+/// of the object. Each is unusable at its line, and nothing is judged or
+/// derived from it; without `--kubectl-apply` the large object is judged.
+#[test]
+fn what_the_api_server_refuses_is_unusable_with_its_reason() {
+    let big = "x".repeat(140_000);
+    let text = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: token, annotations: {{example.com/owner: me}}}}\ndata:\n  token: not base64!\n---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: cleanup-<node-hostname>\n  annotations: {{example.com/owner: me}}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{{name: c, image: i}}]\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: large\n  annotations: {{example.com/owner: me, example.com/notes: {big}}}\n"
+    );
+    let dir = scratch("refused-by-the-api-server");
+    let file = dir.join("manifests.yaml");
+    std::fs::write(&file, &text).unwrap();
+    let run = |kubectl_apply: bool| {
+        let mut command = command(
+            &module_path(),
+            owner_required(),
+            &[file.to_str().unwrap()],
+            Format::Json,
+        );
+        command.kubectl_apply = kubectl_apply;
+        let finished = printed(&command).unwrap();
+        let report: Value = serde_json::from_str(&finished.output).unwrap();
+        (finished, report)
+    };
+    let reasons = |report: &Value| -> Vec<String> {
+        report["unusable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| {
+                format!(
+                    "{} {}",
+                    u["source"].as_str().unwrap().rsplit('/').next().unwrap(),
+                    u["reason"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    let (applied, report) = run(true);
+    assert_eq!(applied.status, 2, "{}", applied.output);
+    assert!(objects(&report).is_empty(), "{}", applied.output);
+    let reasons = reasons(&report);
+    assert_eq!(reasons.len(), 3, "{reasons:#?}");
+    assert!(
+        reasons[0].starts_with("manifests.yaml:1 `data[\"token\"]` is not base64"),
+        "{reasons:#?}"
+    );
+    assert!(
+        reasons[1].starts_with("manifests.yaml:7 `metadata.name` \"cleanup-<node-hostname>\" is not a DNS-1123 subdomain"),
+        "{reasons:#?}"
+    );
+    assert!(
+        reasons[2].starts_with("manifests.yaml:18 its annotations hold ")
+            && reasons[2].contains("kubectl apply --server-side"),
+        "{reasons:#?}"
+    );
+    let (created, report) = run(false);
+    assert_eq!(
+        objects(&report),
+        ["ConfigMap default/large"],
+        "{}",
+        created.output
+    );
+}
+
 /// A repository holds more than manifests: what is no object is noted and
 /// skipped without failing the check, what a tool renders says how to
 /// render it, hidden directories are left out and named, and links are

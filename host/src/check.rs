@@ -224,6 +224,9 @@ thread_local! {
 #[derive(Default)]
 struct Part {
     rows: Vec<Row>,
+    /// An object the API server refuses as admitted (its annotations too
+    /// big once kubectl adds its copy): nothing is judged of it.
+    unusable: Vec<manifests::Unusable>,
     not_covered: usize,
     audited: usize,
     /// Each warning, and whether it is said once only.
@@ -240,6 +243,7 @@ impl Part {
         for row in self.rows {
             outcome.rows.push(row);
         }
+        outcome.unusable.extend(self.unusable);
         outcome.not_covered += self.not_covered;
         outcome.audited += self.audited;
         for (warning, once) in self.warnings {
@@ -379,6 +383,13 @@ impl Checker {
         let mut part = Part::default();
         let idle = objects::idle(&manifest.object).filter(|_| admission.derive);
         let candidates = objects::candidates(manifest.object, admission, owners);
+        if let Some(reason) = objects::annotations_too_big(&candidates[0].object) {
+            part.unusable.push(manifests::Unusable {
+                source: manifest.source,
+                reason,
+            });
+            return Ok(part);
+        }
         if let Some(idle) = idle {
             // Named as admitted, in its namespace, as its row names it;
             // a warning, since nothing of the input was skipped.

@@ -38,10 +38,10 @@ mod names;
 mod owners;
 pub mod served;
 
-pub use admission::Admission;
 use admission::admitted;
+pub use admission::{Admission, annotations_too_big};
 pub use kinds::{Addressed, group_version, kubernetes_group, namespaced, resource};
-pub use names::{ILLUSTRATIVE_SUFFIX, generated_name};
+pub use names::{ILLUSTRATIVE_SUFFIX, generated_name, name_refusal};
 use names::{indexed_pod_base, template_hash};
 pub use owners::{Owners, fingerprint};
 

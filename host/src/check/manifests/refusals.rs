@@ -2,7 +2,8 @@
 //! policy sees it: a kind or version it does not serve, metadata it cannot
 //! decode (a name missing, an annotation that is no string, in the object
 //! or in a template nested in it), a field its kind does not have or a
-//! value of another type, a workload without what its kind requires. Such
+//! value of another type (bytes that are not base64), a name its kind's
+//! validation refuses, a workload without what its kind requires. Such
 //! an object is unusable, with the reason, and nothing is derived from it.
 
 use serde_json::Value;
@@ -46,9 +47,13 @@ fn metadata_problem(value: &Value, object: &serde_json::Map<String, Value>) -> O
             _ => "no `metadata.name`".to_string(),
         });
     }
+    let api_version = value["apiVersion"].as_str().unwrap_or_default();
+    let (group, _) = crate::check::objects::group_version(api_version);
+    let kind = value["kind"].as_str().unwrap_or_default();
     strings_only("", metadata)
         .or_else(|| nested_strings_only(value))
         .or_else(|| crate::check::objects::fields::refusal(value))
+        .or_else(|| crate::check::objects::name_refusal(group, kind, value))
         .or_else(|| incomplete(value))
 }
 

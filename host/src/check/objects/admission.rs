@@ -116,3 +116,80 @@ fn as_decoded(object: &mut Value) {
         nested(spec);
     }
 }
+
+/// The most bytes an object's annotations may hold, keys and values
+/// together (`TotalAnnotationSizeLimitB`, apimachinery's
+/// `ValidateAnnotations`).
+const ANNOTATIONS_AT_MOST: usize = 256 * 1024;
+
+/// Why the API server refuses `admitted` (an object as `admitted` made
+/// it) for the size of its annotations, if it does; with `kubectl apply`,
+/// its `last-applied-configuration` copy of the object counts too, which
+/// is how a large CustomResourceDefinition reaches the limit.
+pub fn annotations_too_big(admitted: &Value) -> Option<String> {
+    let annotations = admitted["metadata"]["annotations"].as_object()?;
+    let copy = annotations
+        .get(LAST_APPLIED)
+        .and_then(Value::as_str)
+        .map_or(0, go_json_len);
+    let size: usize = annotations
+        .iter()
+        .map(|(key, value)| match key.as_str() {
+            LAST_APPLIED => key.len() + copy,
+            _ => key.len() + value.as_str().map_or(0, str::len),
+        })
+        .sum();
+    if size <= ANNOTATIONS_AT_MOST {
+        return None;
+    }
+    let how = match copy {
+        0 => "shorten them".to_string(),
+        copy => format!(
+            "{copy} of them are the copy of the object `kubectl apply` keeps in \
+             `{LAST_APPLIED}`; apply it with `kubectl apply --server-side`, which keeps none"
+        ),
+    };
+    Some(format!(
+        "its annotations hold {size} bytes, keys and values, and the API server takes at most \
+         {ANNOTATIONS_AT_MOST} (it refuses the object: `metadata.annotations: Too long`): {how}"
+    ))
+}
+
+/// How long Go's `encoding/json` writes what serde_json wrote as `text`
+/// (kubectl's copy of the object, as `admitted` writes it): Go escapes
+/// `<`, `>` and `&` (six bytes each), and U+2028 and U+2029. A copy
+/// kubectl wrote has no such character left.
+fn go_json_len(text: &str) -> usize {
+    text.len()
+        + 5 * text
+            .bytes()
+            .filter(|b| matches!(b, b'<' | b'>' | b'&'))
+            .count()
+        + 3 * text.matches(['\u{2028}', '\u{2029}']).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Keys and values count; kubectl's copy counts as Go writes it, `<`,
+    /// `>` and `&` escaped in six bytes.
+    #[test]
+    fn annotations_as_the_api_server_counts_them() {
+        let with = |annotations: Value| json!({"metadata": {"annotations": annotations}});
+        let at_most = "a".repeat(ANNOTATIONS_AT_MOST - 1);
+        assert_eq!(annotations_too_big(&with(json!({ "k": at_most }))), None);
+        let over = annotations_too_big(&with(json!({"k": at_most, "x": ""}))).unwrap();
+        assert!(over.starts_with("its annotations hold 262145 bytes"), "{over}");
+        assert!(over.ends_with(": shorten them"), "{over}");
+        // A copy of 43,700 `<`: 262,200 bytes as Go writes it.
+        let copy = "<".repeat(43_700);
+        let applied = annotations_too_big(&with(json!({ LAST_APPLIED: copy }))).unwrap();
+        assert!(applied.contains("262200 of them are the copy"), "{applied}");
+        assert_eq!(
+            annotations_too_big(&with(json!({ LAST_APPLIED: "a".repeat(43_700) }))),
+            None
+        );
+    }
+}

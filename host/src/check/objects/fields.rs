@@ -54,7 +54,53 @@ pub fn refusal(object: &Value) -> Option<String> {
             "`{at}` is {found}, where the API server takes {expected}{}",
             advice(found, expected)
         ),
+        Problem::NotBase64 => format!(
+            "`{at}` is not base64, and the API server takes bytes only as base64 (it refuses \
+             the object: `illegal base64 data`): encode the value{}",
+            match kind {
+                "Secret" => ", or give it in `stringData`, which takes plain text",
+                _ => "",
+            }
+        ),
     })
+}
+
+/// Bytes written in base64, as Go's standard decoder (`encoding/json`'s
+/// for `[]byte`) reads them: padded, line breaks ignored, bits left over
+/// before the padding dropped.
+pub fn base64(text: &str) -> Option<Vec<u8>> {
+    let bytes: Vec<u8> = text
+        .bytes()
+        .filter(|b| !matches!(b, b'\r' | b'\n'))
+        .collect();
+    if !bytes.len().is_multiple_of(4) {
+        return None;
+    }
+    let value = |b: u8| -> Option<u32> {
+        Some(match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let quads = bytes.len() / 4;
+    let mut out = Vec::with_capacity(quads * 3);
+    for (i, quad) in bytes.chunks(4).enumerate() {
+        let pad = quad.iter().rev().take_while(|&&b| b == b'=').count();
+        if pad > 2 || (pad > 0 && i + 1 < quads) {
+            return None;
+        }
+        let mut n = 0u32;
+        for &b in &quad[..4 - pad] {
+            n = n << 6 | value(b)?;
+        }
+        n <<= 6 * pad as u32;
+        out.extend_from_slice(&[(n >> 16) as u8, (n >> 8) as u8, n as u8][..3 - pad]);
+    }
+    Some(out)
 }
 
 #[derive(Debug, PartialEq)]
@@ -64,6 +110,8 @@ enum Problem {
         found: &'static str,
         expected: &'static str,
     },
+    /// Bytes (`[]byte`), which JSON carries as base64, that are not.
+    NotBase64,
 }
 
 /// The first problem of `value` as the type `expr`, with `at` left at
@@ -87,7 +135,11 @@ fn check(value: &Value, expr: &str, at: &mut String) -> Option<Problem> {
         _ => false,
     };
     match expr {
-        "string" | "time" | "bytes" => (!value.is_string()).then(|| wrong("a string")).flatten(),
+        "string" | "time" => (!value.is_string()).then(|| wrong("a string")).flatten(),
+        "bytes" => match value {
+            Value::String(text) => base64(text).is_none().then_some(Problem::NotBase64),
+            _ => wrong("a string of base64"),
+        },
         "boolean" => (!value.is_boolean()).then(|| wrong("a boolean")).flatten(),
         "int32" => (!integer(i32::MIN as f64, i32::MAX as f64))
             .then(|| wrong("a whole number (int32)"))
@@ -255,6 +307,27 @@ mod tests {
                 Some(refusal_text),
                 "{spec}"
             );
+        }
+        // Bytes: base64 only.
+        let secret = |data: Value| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": data});
+        assert_eq!(
+            refusal(&secret(json!({"a": "aGk=", "b": "aGk\n=", "c": null}))),
+            None
+        );
+        assert_eq!(
+            refusal(&secret(json!({"a": "aGk=", "token": "not base64!"}))).as_deref(),
+            Some(
+                "`data[\"token\"]` is not base64, and the API server takes bytes only as base64 \
+                 (it refuses the object: `illegal base64 data`): encode the value, or give it in \
+                 `stringData`, which takes plain text"
+            )
+        );
+        let binary = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "binaryData": {"b": "abc"}});
+        assert!(refusal(&binary).unwrap().ends_with("encode the value"));
+        assert_eq!(base64("aGVsbG8="), Some(b"hello".to_vec()));
+        assert_eq!(base64("aGVsbG9="), Some(b"hello".to_vec()));
+        for bad in ["aGVsbG8", "aGV=bG8=", "a===", "####"] {
+            assert_eq!(base64(bad), None, "{bad}");
         }
         let top =
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "date": {}});
