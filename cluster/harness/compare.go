@@ -184,7 +184,7 @@ func compareFile(file string, entries []*checked, a *applied, facts fileFacts, r
 		}
 		kind := strings.ToLower(e.kind)
 		for j, s := range a.sent {
-			if !s.matched && s.kind == kind && s.name == e.name {
+			if !s.matched && s.kind == kind && s.name == e.name && (s.namespace == "" || s.namespace == e.namespace) {
 				s.matched, paired[i], last = true, true, j
 				segment[i] = -2 // an anchor
 				out = append(out, compared{file, e.source, e.object, e.outcome, s.outcome, ""})

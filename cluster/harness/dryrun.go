@@ -13,6 +13,7 @@ import (
 type sent struct {
 	printed    string // as kubectl's `-o name` prints it: kind.group/name
 	kind, name string // the kind lower-cased
+	namespace  string // read only where two objects print alike; else ""
 	outcome    outcome
 	matched    bool
 }
@@ -46,6 +47,8 @@ func (h *harness) kubectlSplit(args ...string) (string, string, error) {
 }
 
 var (
+	// What kubectl logs of each response at -v=6.
+	responseLog    = regexp.MustCompile(`"Response" verb="([A-Z]+)" url="([^"]*)" status="(\d+)`)
 	mappingError   = regexp.MustCompile(`^resource mapping not found for name: "([^"]*)" namespace: "[^"]*" from "[^"]*": no matches for kind "([^"]*)" in version "([^"]*)"`)
 	generatedError = regexp.MustCompile(`^(?:error: )?from (.*): cannot use generate name with apply$`)
 	serverError    = regexp.MustCompile(`^(?:error: )?Error from server(?: \([A-Za-z]+\))?: error when creating "[^"]*": (.*)$`)
@@ -75,10 +78,14 @@ func (h *harness) applyDry(file string) (*applied, error) {
 		return nil, err
 	}
 	a := &applied{}
+	twice := false
+	seen := map[string]bool{}
 	for _, line := range outputLines(read) {
 		kind, name, _ := strings.Cut(line, "/")
 		kind, _, _ = strings.Cut(kind, ".")
 		a.sent = append(a.sent, &sent{printed: line, kind: kind, name: name})
+		twice = twice || seen[line]
+		seen[line] = true
 	}
 	generated := 0
 	for _, entry := range errorEntries(readErr) {
@@ -87,14 +94,26 @@ func (h *harness) applyDry(file string) (*applied, error) {
 		}
 	}
 	// The objects the API server took, in order; each other has its
-	// error at the end of what kubectl printed.
+	// error at the end of what kubectl printed. -o name leaves the
+	// namespace out: where two objects print alike, kubectl's log of its
+	// requests says which it was.
 	took := outputLines(out)
+	if twice {
+		if err := h.namespaces(file, a); err != nil {
+			return nil, err
+		}
+	}
 	refusals := 0
 	for _, s := range a.sent {
-		if len(took) > 0 && took[0] == s.printed {
-			took = took[1:]
+		if s.outcome.class == "" && !twice && len(took) > 0 && took[0] == s.printed {
 			s.outcome = outcome{class: accepted}
-		} else {
+		}
+		switch {
+		case s.outcome.class == accepted && len(took) > 0 && took[0] == s.printed:
+			took = took[1:]
+		case s.outcome.class == accepted:
+			return nil, fmt.Errorf("the API server took %s, which kubectl did not print: %s", s.printed, out)
+		default:
 			refusals++
 		}
 	}
@@ -170,6 +189,50 @@ func (h *harness) applyDry(file string) (*applied, error) {
 		}
 	}
 	return a, nil
+}
+
+// namespaces reads, from kubectl's log of a server-side dry run (-v=6),
+// the namespace of each object it sent, in order, and whether the API
+// server took it: one creation (or, of what exists, one patch) each.
+func (h *harness) namespaces(file string, a *applied) error {
+	// kubectl logs to its standard error.
+	_, log, err := h.kubectlSplit("apply", "--dry-run=server", "--validate=strict", "-o", "name", "-v=6", "-f", file)
+	if err != nil {
+		return err
+	}
+	sends := 0
+	for _, m := range responseLog.FindAllStringSubmatch(log, -1) {
+		if (m[1] != "POST" && m[1] != "PATCH") || !strings.Contains(m[2], "dryRun=All") {
+			continue
+		}
+		if sends == len(a.sent) {
+			return fmt.Errorf("kubectl sent more than the %d objects it read", len(a.sent))
+		}
+		a.sent[sends].namespace = namespaceOf(m[2])
+		if strings.HasPrefix(m[3], "2") {
+			a.sent[sends].outcome = outcome{class: accepted}
+		}
+		sends++
+	}
+	if sends != len(a.sent) {
+		return fmt.Errorf("kubectl read %d objects and logged sending %d", len(a.sent), sends)
+	}
+	return nil
+}
+
+// namespaceOf is the namespace in a request's address, or "".
+func namespaceOf(url string) string {
+	path, _, _ := strings.Cut(url, "?")
+	parts := strings.Split(path, "/")
+	for i, part := range parts {
+		// api/v1/namespaces/NS/RESOURCE or apis/GROUP/VERSION/namespaces/NS/RESOURCE:
+		// a namespace holds what comes after it (a Namespace's own
+		// address ends at its name).
+		if part == "namespaces" && i+2 < len(parts) && (i >= 2 && (parts[i-2] == "api" || (i >= 3 && parts[i-3] == "apis"))) {
+			return parts[i+1]
+		}
+	}
+	return ""
 }
 
 // outputLines are the names kubectl printed, one a line (a name may hold a

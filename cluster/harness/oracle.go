@@ -57,6 +57,7 @@ type checked struct {
 	line, item int    // item -1 outside a List
 	object     string // Kind namespace/name; "" for a document refused or skipped
 	kind, name string
+	namespace  string // "" for a cluster-wide object
 	outcome    outcome
 }
 
@@ -327,7 +328,7 @@ func (h *harness) checkEach(files []string) (map[string][]*checked, []string, er
 			namespace, name, namespaced := strings.Cut(place, "/")
 			if namespaced {
 				namespaces[namespace] = true
-				c.name = name
+				c.namespace, c.name = namespace, name
 			} else {
 				c.name = place
 			}
