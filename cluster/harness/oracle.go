@@ -32,7 +32,9 @@ const examplePolicy = "examples/cluster-admission-policy.yaml"
 
 // outcome is what became of one object or document.
 type outcome struct {
-	class   string // accepted, rejected, refused, or unread (kubectl never sent it)
+	// accepted, rejected or refused; on the API server's side unread
+	// (kubectl never sent it), on check's absent (it said nothing of it)
+	class   string
 	message string // the rejection, or why it was refused
 }
 
