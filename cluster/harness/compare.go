@@ -228,9 +228,14 @@ func compareFile(file string, entries []*checked, a *applied, facts fileFacts, r
 		bySegment[previous] = append(bySegment[previous], &candidate{what: s.printed, outcome: s.outcome})
 	}
 	var floating, shared []*candidate
-	for _, s := range append(append([]*sent{}, a.unmapped...), a.generated...) {
+	for _, s := range a.unmapped {
 		if !s.matched {
 			floating = append(floating, &candidate{what: s.kind + " " + s.name, outcome: s.outcome})
+		}
+	}
+	for _, s := range a.generated {
+		if !s.matched {
+			floating = append(floating, &candidate{what: "generateName " + s.name, outcome: s.outcome})
 		}
 	}
 	for _, u := range a.unread {
