@@ -7,7 +7,8 @@
 //! are checked as the files they name.
 //!
 //! And the figures the docs state agree with their sources: the module's
-//! size in the README, the peers' versions that `scripts/peers` pins.
+//! size in the README, the peers' versions that `scripts/peers` pins, the
+//! differences from a live API server that the cluster tests name.
 //!
 //! The Markdown is read by pulldown-cmark, so that code is no link.
 
@@ -413,6 +414,41 @@ fn the_readme_states_the_modules_size() {
     assert!(
         (stated - actual).abs() <= 0.03 * actual,
         "the README says the module is of about {stated} KiB, policy.wasm is {actual:.1} KiB"
+    );
+}
+
+/// The differences by design between `check` and a live API server that the
+/// cluster tests name (`cluster/harness/differences.tsv`, which the harness
+/// embeds and holds each object to) are docs/check.md's table, row for row,
+/// in order.
+#[test]
+fn the_check_page_lists_the_differences_the_cluster_tests_name() {
+    let table = std::fs::read_to_string(root().join("cluster/harness/differences.tsv")).unwrap();
+    let mut lines = table.lines();
+    assert_eq!(lines.next(), Some("id\twhy"), "differences.tsv's header");
+    let want: Vec<String> = lines
+        .map(|line| {
+            let (id, why) = line.split_once('\t').expect("differences.tsv: id<TAB>why");
+            assert!(
+                !why.contains('|'),
+                "{id}: a `|` would split the table's cell"
+            );
+            format!("| `{id}` | {why} |")
+        })
+        .collect();
+    let page = std::fs::read_to_string(root().join("docs/check.md")).unwrap();
+    let heading = "## Where check and the API server differ\n";
+    let start = page.find(heading).expect(heading);
+    let listed: Vec<&str> = page[start..]
+        .lines()
+        .skip_while(|line| !line.starts_with('|'))
+        .take_while(|line| line.starts_with('|'))
+        .skip(2)
+        .collect();
+    assert!(
+        listed == want,
+        "docs/check.md, {heading:?}: the table's rows must be cluster/harness/differences.tsv's:\n{}",
+        want.join("\n")
     );
 }
 

@@ -209,6 +209,31 @@ current-context: tests
 // with the flags a kubeadm cluster gives them, and waits until the API server
 // is ready.
 func (h *harness) startControlPlane() error {
+	if err := h.startAPIServer(); err != nil {
+		return err
+	}
+	cmConfig, err := h.kubeconfig("controller-manager", cmUser, cmToken)
+	if err != nil {
+		return err
+	}
+	_, err = h.start("kube-controller-manager", h.binary("kube-controller-manager"),
+		"--kubeconfig="+cmConfig,
+		"--authentication-kubeconfig="+cmConfig,
+		"--authorization-kubeconfig="+cmConfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=0",
+		"--leader-elect=false",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file="+filepath.Join(h.work, "sa.key"),
+		"--root-ca-file="+h.caFile,
+		"--controllers="+strings.Join(controllers, ","),
+	)
+	return err
+}
+
+// startAPIServer starts etcd and the API server, in h.work, and waits until
+// the API server is ready.
+func (h *harness) startAPIServer() error {
 	ca, err := newAuthority()
 	if err != nil {
 		return err
@@ -289,27 +314,7 @@ func (h *harness) startControlPlane() error {
 	if h.admin, err = h.kubeconfig("admin", adminUser, adminToken); err != nil {
 		return err
 	}
-	if err := h.waitReady(apiserver); err != nil {
-		return err
-	}
-
-	cmConfig, err := h.kubeconfig("controller-manager", cmUser, cmToken)
-	if err != nil {
-		return err
-	}
-	_, err = h.start("kube-controller-manager", h.binary("kube-controller-manager"),
-		"--kubeconfig="+cmConfig,
-		"--authentication-kubeconfig="+cmConfig,
-		"--authorization-kubeconfig="+cmConfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port=0",
-		"--leader-elect=false",
-		"--use-service-account-credentials=true",
-		"--service-account-private-key-file="+saKeyFile,
-		"--root-ca-file="+h.caFile,
-		"--controllers="+strings.Join(controllers, ","),
-	)
-	return err
+	return h.waitReady(apiserver)
 }
 
 // The controllers whose work the tests watch, and the service-account ones

@@ -118,6 +118,8 @@ type harness struct {
 	compare    bool   // hold the committed recordings to this run instead
 	external   string // a webhook's base URL instead of policy-runner serve
 	externalCA string
+	streams    string // the generated streams of tests/decoder.rs
+	oracleOnly bool   // run only the scenario that holds check to the API server
 
 	processes []*process
 	ca        *authority
@@ -144,6 +146,8 @@ func main() {
 	flag.BoolVar(&h.compare, "compare", false, "write nothing: fail unless this run's distinct reviews are those recorded in test_data/cluster/recorded/<release>/ (CI)")
 	flag.StringVar(&h.external, "webhook-url", "", "a webhook (policy-server) to use instead of policy-runner serve: its base URL; each policy is <url>/validate/<policy id>")
 	flag.StringVar(&h.externalCA, "webhook-ca", "", "the PEM file of the CA that signed --webhook-url's certificate")
+	flag.StringVar(&h.streams, "streams", "", "the directory of the streams tests/decoder.rs generates (cluster/run writes them)")
+	flag.BoolVar(&h.oracleOnly, "oracle-only", false, "run only the last scenario, which holds check to the API server (quicker, while working on it)")
 	flag.BoolVar(&keep, "keep", false, "keep the run's directory (logs, recordings)")
 	flag.Parse()
 	if h.bin == "" || (h.external == "" && (h.runner == "" || h.module == "")) {
@@ -196,6 +200,11 @@ const (
 )
 
 func (h *harness) scenarios() []scenario {
+	// Last, on a control plane of its own: no recording, no sender.
+	oracle := scenario{Name: "hold check to the API server, object for object", do: h.oracle}
+	if h.oracleOnly {
+		return []scenario{oracle}
+	}
 	return []scenario{
 		{Name: "start the control plane", do: h.startControlPlane, fatal: true},
 		{Name: "read the release", do: h.readRelease, fatal: true},
@@ -221,6 +230,7 @@ func (h *harness) scenarios() []scenario {
 		{Name: "find no failed creation", do: h.noFailedCreate},
 		{Name: "audit what the cluster holds, as the audit scanner does", do: h.audit},
 		{Name: "write the recordings", do: h.writeRecordings},
+		oracle,
 	}
 }
 
