@@ -767,8 +767,8 @@ fn what_the_api_server_refuses_is_unusable_with_its_reason() {
 
 /// A repository holds more than manifests: what is no object is noted and
 /// skipped without failing the check, what a tool renders says how to
-/// render it, hidden directories are left out and named, and links are
-/// followed with each file read once and no loop.
+/// render it, hidden directories are left out and named, and links to
+/// directories are named and not walked, as kubectl walks none.
 #[test]
 fn a_repository_is_walked_as_a_person_would_check_it() {
     let dir = scratch("repository");
@@ -848,14 +848,25 @@ fn a_repository_is_walked_as_a_person_would_check_it() {
         "/renovate.json:1: not a Kubernetes object (a mapping, without a `kind`): skipped"
             .to_string(),
     ];
+    // Links to directories are not walked, as `kubectl apply -R` walks
+    // none.
     if cfg!(unix) {
-        expected.insert(
-            0,
-            format!(
-                "/deploy/back-to-the-top:1: a link to {}, which holds it: not followed again",
-                dir.display()
-            ),
-        );
+        for (at, (link, target, files)) in [
+            ("/deploy/back-to-the-top", "", "7 manifest files"),
+            ("/deploy-again", "/deploy", "1 manifest file"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            expected.insert(
+                at,
+                format!(
+                    "{link}:1: a link to the directory {}{target} ({files}), which `kubectl \
+                     apply -R` does not follow: not checked; give the directory itself to check it",
+                    dir.display()
+                ),
+            );
+        }
     }
     assert_eq!(notes, expected, "{}", finished.output);
 }

@@ -149,6 +149,10 @@ enum Difference {
     /// container): the API server's validation refuses it, after
     /// decoding; check refuses it first (a kustomize patch looks so).
     Incomplete,
+    /// A name, a key or a label value the API server's validation refuses
+    /// (a DNS-1123 name, a qualified key): kubectl sends it, and the API
+    /// server refuses it after decoding; check refuses it first.
+    Validation,
     /// Template syntax in a name or key that parses: kubectl sends it and
     /// the API server's validation refuses the name; check notes the
     /// template, to render first.
@@ -243,6 +247,17 @@ fn compare(file: &str, checked: &[Entry], kubectl: &[Entry]) -> Result<Vec<Diffe
                 why if why.contains("is given twice") => Difference::DuplicateKey,
                 why if why.contains("which the API server refuses: not judged") => {
                     Difference::Incomplete
+                }
+                why if [
+                    "which the API server requires of",
+                    "is no key the API server takes",
+                    "is no label value the API server takes",
+                    "as a Namespace's name must be",
+                ]
+                .iter()
+                .any(|said| why.contains(said)) =>
+                {
+                    Difference::Validation
                 }
                 why if why.starts_with("a template (") && name.contains(['{', '$']) => {
                     Difference::TemplateThatParses
@@ -561,6 +576,7 @@ fn generated_streams_read_as_kubectl_reads_them() {
         Difference::DuplicateKey,
         Difference::GenerateName,
         Difference::Incomplete,
+        Difference::Validation,
         Difference::TemplateThatParses,
         Difference::KustomizeConfiguration,
         Difference::ListInList,

@@ -1,7 +1,8 @@
 //! Reading manifests as people keep them: files and directories (searched
-//! recursively for `*.yaml`, `*.yml` and `*.json`, each file once, links
-//! followed; hidden directories left out, and said to be, unless asked
-//! for), standard input (`-`), multi-document YAML, and `kind: List` (what
+//! recursively for `*.yaml`, `*.yml` and `*.json`, as `kubectl apply -R`
+//! searches them, `walk`; hidden directories left out, and said to be,
+//! unless asked for), standard input (`-`), multi-document YAML, and
+//! `kind: List` (what
 //! `kubectl get -o yaml` writes). A repository holds more than manifests: a
 //! document without a `kind` (`package.json`) is named in a note and
 //! skipped; a Helm chart, a Kustomization with the patches it names, and a
@@ -25,6 +26,7 @@ mod object;
 mod refusals;
 mod stream;
 mod templates;
+mod walk;
 mod yaml;
 
 use claims::Claims;
@@ -122,7 +124,7 @@ pub fn read_inputs(inputs: &[String]) -> Inputs {
 /// Reads every input, handing out what it holds as it is read, in order:
 /// no more than a batch of a file's objects is held at once (`stream`).
 pub fn read_each(inputs: &[String], search: Search, found: &mut dyn FnMut(Input)) {
-    // Each file once, however many inputs or links lead to it.
+    // Each file once, however many inputs lead to it.
     let mut seen = HashSet::new();
     let mut claims = Claims::default();
     for input in inputs {
@@ -141,7 +143,7 @@ pub fn read_each(inputs: &[String], search: Search, found: &mut dyn FnMut(Input)
         }
         let path = Path::new(input);
         if path.is_dir() {
-            let files = walk(path, search, found);
+            let files = walk::walk(path, search, found);
             // A kustomization may name files beside or below another
             // directory of the walk, read before it.
             let mut kustomized = claims::Kustomized::default();
@@ -163,12 +165,17 @@ pub fn read_each(inputs: &[String], search: Search, found: &mut dyn FnMut(Input)
     }
 }
 
-/// Whether `path` is read for the first time; a path that cannot be
-/// resolved is read, to report why.
+/// Whether `path` is read for the first time, however its directory is
+/// named; a link to a file is a file of its own, as `kubectl apply -R`
+/// reads both. A path that cannot be resolved is read, to report why.
 fn first_time(path: &Path, seen: &mut HashSet<PathBuf>) -> bool {
-    match std::fs::canonicalize(path) {
-        Ok(real) => seen.insert(real),
-        Err(_) => true,
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    match (std::fs::canonicalize(dir), path.file_name()) {
+        (Ok(dir), Some(name)) => seen.insert(dir.join(name)),
+        _ => true,
     }
 }
 
@@ -178,97 +185,6 @@ fn whole(file: &str, reason: String) -> Unusable {
         source: file_source(file, 1),
         reason,
     }
-}
-
-/// The manifest files below `dir`, at any depth, sorted by name: links
-/// followed, each directory walked once, a link back to a directory it is
-/// in noted and not followed again, hidden directories (`.github`,
-/// `.config`) left out unless `search` asks for them, and named in a note
-/// when they hold manifest files (`.git` is git's, and never read).
-fn walk(dir: &Path, search: Search, found: &mut dyn FnMut(Input)) -> Vec<PathBuf> {
-    let mut left_out = Vec::new();
-    let mut hidden = |entry: &walkdir::DirEntry| {
-        let name = entry.file_name().to_string_lossy();
-        let hidden = entry.depth() > 0 && entry.file_type().is_dir() && name.starts_with('.');
-        if hidden && name != ".git" && !search.hidden {
-            let files = manifest_files(entry.path());
-            if files > 0 {
-                left_out.push((entry.path().display().to_string(), files));
-            }
-        }
-        hidden && (name == ".git" || !search.hidden)
-    };
-    // A directory that two links lead to is walked once.
-    let mut walked = HashSet::new();
-    let mut first_walk = |entry: &walkdir::DirEntry| {
-        !entry.file_type().is_dir()
-            || std::fs::canonicalize(entry.path()).map_or(true, |real| walked.insert(real))
-    };
-    let mut files = Vec::new();
-    let entries = walkdir::WalkDir::new(dir)
-        .follow_links(true)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|entry| !hidden(entry) && first_walk(entry));
-    for entry in entries {
-        match entry {
-            Ok(entry) => {
-                if entry.file_type().is_file() && is_manifest_file(entry.path()) {
-                    files.push(entry.path().to_path_buf());
-                }
-            }
-            Err(e) => {
-                let at = e
-                    .path()
-                    .map_or_else(|| dir.display().to_string(), |p| p.display().to_string());
-                match e.loop_ancestor() {
-                    Some(ancestor) => found(Input::Note(Note {
-                        source: file_source(&at, 1),
-                        text: format!(
-                            "a link to {}, which holds it: not followed again",
-                            ancestor.display()
-                        ),
-                        unrendered: false,
-                    })),
-                    None => found(Input::Unusable(whole(&at, format!("cannot read: {e}")))),
-                }
-            }
-        }
-    }
-    if !left_out.is_empty() {
-        let each: Vec<String> = left_out
-            .iter()
-            .map(|(dir, n)| format!("{dir} ({n} file{})", if *n == 1 { "" } else { "s" }))
-            .collect();
-        found(Input::Note(Note {
-            source: file_source(&dir.display().to_string(), 1),
-            text: format!(
-                "hidden directories left out: {}; `kubectl apply -R` reads them, `--hidden` \
-                 checks them too",
-                each.join(", ")
-            ),
-            unrendered: false,
-        }));
-    }
-    files
-}
-
-/// Whether `path` is named as a manifest file is.
-fn is_manifest_file(path: &Path) -> bool {
-    matches!(
-        path.extension().and_then(|e| e.to_str()),
-        Some("yaml" | "yml" | "json")
-    ) || claims::is_kustomization(path)
-}
-
-/// How many manifest files `dir` holds, at any depth.
-fn manifest_files(dir: &Path) -> usize {
-    walkdir::WalkDir::new(dir)
-        .follow_links(true)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_type().is_file() && is_manifest_file(entry.path()))
-        .count()
 }
 
 fn file_source(file: &str, line: usize) -> Source {

@@ -41,7 +41,7 @@ pub mod served;
 use admission::admitted;
 pub use admission::{Admission, annotations_too_big};
 pub use kinds::{Addressed, group_version, kubernetes_group, namespaced, resource};
-pub use names::{ILLUSTRATIVE_SUFFIX, generated_name, name_refusal};
+pub use names::{ILLUSTRATIVE_SUFFIX, generated_name, key_refusal, name_refusal};
 use names::{indexed_pod_base, template_hash};
 pub use owners::{Owners, fingerprint};
 

@@ -74,7 +74,8 @@ fn incomplete(object: &Value) -> Option<String> {
 
 /// The API server takes only strings as annotation and label values
 /// (`map[string]string`): it refuses an object with `owner: 1` before any
-/// policy sees it, so the check does not judge one. (`null` it takes, as
+/// policy sees it, so the check does not judge one. Nor one whose keys or
+/// label values its validation refuses (`objects::key_refusal`). (`null` it takes, as
 /// an empty string: `objects::admission`.)
 /// `at` is where the metadata is (`spec.template.`), `""` at the top.
 fn strings_only(at: &str, metadata: &serde_json::Map<String, Value>) -> Option<String> {
@@ -88,6 +89,11 @@ fn strings_only(at: &str, metadata: &serde_json::Map<String, Value>) -> Option<S
                         "`{at}metadata.{field}` \"{key}\" is {}, and the API server takes only strings: quote it",
                         what(value)
                     ));
+                }
+                if let Some(problem) = map.iter().find_map(|(key, value)| {
+                    crate::check::objects::key_refusal(field, key, value.as_str().unwrap_or(""))
+                }) {
+                    return Some(format!("`{at}metadata.{field}` {problem}"));
                 }
             }
             Some(other) => {

@@ -181,7 +181,10 @@ mod tests {
         let at_most = "a".repeat(ANNOTATIONS_AT_MOST - 1);
         assert_eq!(annotations_too_big(&with(json!({ "k": at_most }))), None);
         let over = annotations_too_big(&with(json!({"k": at_most, "x": ""}))).unwrap();
-        assert!(over.starts_with("its annotations hold 262145 bytes"), "{over}");
+        assert!(
+            over.starts_with("its annotations hold 262145 bytes"),
+            "{over}"
+        );
         assert!(over.ends_with(": shorten them"), "{over}");
         // A copy of 43,700 `<`: 262,200 bytes as Go writes it.
         let copy = "<".repeat(43_700);

@@ -132,6 +132,43 @@ pub fn name_refusal(group: &str, kind: &str, object: &Value) -> Option<String> {
     })
 }
 
+/// Why the API server's validation refuses an annotation's key, or a
+/// label's key or value (`field` says which): apimachinery's
+/// `ValidateAnnotations` (`IsQualifiedName` of the key lower-cased, the
+/// policy's own rule) and `ValidateLabels` (`IsQualifiedName` of the key as
+/// it is, `IsValidLabelValue`).
+pub fn key_refusal(field: &str, key: &str, value: &str) -> Option<String> {
+    use annotations_policy::annotation_key;
+    let key_error = annotation_key::check(key)
+        .err()
+        .map(|e| e.to_string())
+        .or_else(|| {
+            let prefix = key.split_once('/').map(|(prefix, _)| prefix);
+            (field == "labels" && prefix.is_some_and(|p| p.bytes().any(|b| b.is_ascii_uppercase())))
+                .then(|| "the prefix of a label's key must be lower case".to_string())
+        });
+    if let Some(error) = key_error {
+        return Some(format!(
+            "{key:?} is no key the API server takes: {error}; rename it"
+        ));
+    }
+    let bytes = value.as_bytes();
+    let good = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+    let bad_value = field == "labels"
+        && !value.is_empty()
+        && (bytes.len() > 63
+            || !bytes.iter().all(good)
+            || !bytes[0].is_ascii_alphanumeric()
+            || !bytes[bytes.len() - 1].is_ascii_alphanumeric());
+    bad_value.then(|| {
+        format!(
+            "{key:?} has the value {value:?}, which is no label value the API server takes \
+             (at most 63 letters, digits, `-`, `_` and `.`, starting and ending with a letter \
+             or digit, or empty): change it"
+        )
+    })
+}
+
 const SUBDOMAIN: &str = "a DNS-1123 subdomain (lower-case letters, digits, `-` and `.`, \
                          starting and ending with a letter or digit, at most 253 characters)";
 const LABEL: &str = "a DNS-1123 label (lower-case letters, digits and `-`, starting and \
@@ -256,6 +293,14 @@ mod tests {
             "{long}"
         );
         assert!(refusal("batch", "CronJob", json!({"name": "c".repeat(53)})).is_some());
+        // Keys and label values, as the API server validates them.
+        assert_eq!(key_refusal("annotations", "Example.com/Owner", "x y"), None);
+        assert!(key_refusal("annotations", "-leading-dash", "").is_some());
+        assert!(key_refusal("labels", "Example.com/owner", "").is_some());
+        assert_eq!(key_refusal("labels", "example.com/Owner", "a.b_c-1"), None);
+        assert!(key_refusal("labels", "tier", "a b").is_some());
+        assert!(key_refusal("labels", "tier", &"a".repeat(64)).is_some());
+        assert_eq!(key_refusal("labels", "tier", ""), None);
         // The namespace is a Namespace's name.
         let namespace = refusal("", "Pod", json!({"name": "p", "namespace": "Team"})).unwrap();
         assert!(namespace.starts_with("`metadata.namespace` \"Team\" is not a DNS-1123 label"));
