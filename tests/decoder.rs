@@ -71,14 +71,15 @@ fn checked(file: &Path) -> Vec<Entry> {
         &mut |input| {
             let (source, read, object) = match input {
                 Input::Manifest(manifest) => {
-                    let metadata = &manifest.object["metadata"];
+                    let object = manifest.object();
+                    let metadata = &object["metadata"];
                     let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
                     let read = Read::Object {
-                        kind: text(&manifest.object["kind"]),
+                        kind: text(&object["kind"]),
                         namespace: text(&metadata["namespace"]),
                         name: text(&metadata["name"]),
                     };
-                    (manifest.source, read, Some(manifest.object))
+                    (manifest.source, read, Some(object))
                 }
                 Input::Unusable(unusable) => {
                     (unusable.source, Read::Refused(unusable.reason), None)

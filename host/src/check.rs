@@ -319,12 +319,13 @@ impl Checker {
         workers.install(|| {
             manifests::read_each(inputs, search, &mut |input| match input {
                 Input::Manifest(manifest) => {
+                    let facts = &manifest.facts;
                     if let Some(warning) = identities.again(&manifest, &admission) {
                         outcome.warnings.push(warning);
                     }
-                    owners.learn(&manifest.object);
-                    namespaces.extend(policies::namespace(&manifest.object));
-                    admission.learn(&manifest.object);
+                    owners.insert_all(facts.owner);
+                    namespaces.extend(facts.namespace.clone());
+                    admission.cluster_kinds.extend(facts.cluster_kind.clone());
                     spill.push(&manifest);
                 }
                 Input::Unusable(unusable) => outcome.unusable.push(unusable),
@@ -348,8 +349,14 @@ impl Checker {
                 batch
                     .into_par_iter()
                     .map(|spilled| {
-                        let manifest = spilled.manifest().map_err(spilling)?;
-                        self.judge_manifest(manifest, &admission, &owners, &namespaces)
+                        let object = spilled.object().map_err(spilling)?;
+                        self.judge_manifest(
+                            object,
+                            &spilled.source,
+                            &admission,
+                            &owners,
+                            &namespaces,
+                        )
                     })
                     .collect()
             });
@@ -375,17 +382,18 @@ impl Checker {
     /// instance.
     fn judge_manifest(
         &self,
-        manifest: manifests::Manifest,
+        object: Value,
+        source: &Source,
         admission: &Admission,
         owners: &objects::Owners,
         namespaces: &policies::Namespaces,
     ) -> Result<Part, String> {
         let mut part = Part::default();
-        let idle = objects::idle(&manifest.object).filter(|_| admission.derive);
-        let candidates = objects::candidates(manifest.object, admission, owners);
+        let idle = objects::idle(&object).filter(|_| admission.derive);
+        let candidates = objects::candidates(object, admission, owners);
         if let Some(reason) = objects::annotations_too_big(&candidates[0].object) {
             part.unusable.push(manifests::Unusable {
-                source: manifest.source,
+                source: source.clone(),
                 reason,
             });
             return Ok(part);
@@ -394,9 +402,8 @@ impl Checker {
             // Named as admitted, in its namespace, as its row names it;
             // a warning, since nothing of the input was skipped.
             let warning = format!(
-                "{} ({}) {idle}",
+                "{} ({source}) {idle}",
                 objects::describe(&candidates[0].object),
-                manifest.source
             );
             part.warnings.push((warning, false));
         }
@@ -408,7 +415,7 @@ impl Checker {
             }
             let (_, instance) = slot.as_ref().expect("instantiated above");
             for candidate in candidates {
-                self.judge(candidate, &manifest.source, namespaces, instance, &mut part)?;
+                self.judge(candidate, source, namespaces, instance, &mut part)?;
             }
             Ok(part)
         })
@@ -506,28 +513,25 @@ struct Identities {
 impl Identities {
     /// A warning when `manifest` names an object the input already gave.
     fn again(&mut self, manifest: &manifests::Manifest, admission: &Admission) -> Option<String> {
-        let object = &manifest.object;
-        let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
-        let (group, _) = objects::group_version(object["apiVersion"].as_str().unwrap_or_default());
-        let kind = text(&object["kind"]);
-        let name = text(&object["metadata"]["name"]);
-        if name.is_empty() {
-            // A generateName: a new object each time.
-            return None;
-        }
-        let namespace = match object["metadata"]["namespace"].as_str() {
-            Some(namespace) => namespace.to_string(),
-            None if !admission.namespaced(&kind) => String::new(),
+        let objects::Identity {
+            group,
+            kind,
+            namespace,
+            name,
+        } = manifest.facts.identity.as_ref()?;
+        let namespace = match namespace {
+            Some(namespace) => namespace.clone(),
+            None if !admission.namespaced(kind) => String::new(),
             None => admission.namespace.clone(),
         };
         if self
             .seen
-            .insert(objects::fingerprint((group, &kind, &namespace, &name)))
+            .insert(objects::fingerprint((group, kind, &namespace, name)))
         {
             return None;
         }
         let place = match namespace.as_str() {
-            "" => name,
+            "" => name.clone(),
             namespace => format!("{namespace}/{name}"),
         };
         Some(format!(

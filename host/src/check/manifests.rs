@@ -51,14 +51,34 @@ impl fmt::Display for Source {
     }
 }
 
-/// A Kubernetes object read from the input.
+/// A Kubernetes object read from the input, as the worker that read it
+/// leaves it: its JSON, which waits on disk for judging
+/// (`check/spill.rs`), and what the first pass learns of it. No tree of
+/// values is kept: `object` makes one.
 #[derive(Debug, Clone)]
 pub struct Manifest {
-    pub object: Value,
     pub source: Source,
-    /// `object` as compact JSON, written by the worker that read it: what
-    /// waits on disk for judging (`check/spill.rs`).
+    /// The object as compact JSON.
     pub json: String,
+    pub facts: crate::check::objects::Facts,
+}
+
+impl Manifest {
+    pub fn new(object: &Value, source: Source) -> Manifest {
+        Manifest {
+            source,
+            json: object.to_string(),
+            facts: crate::check::objects::Facts::of(object),
+        }
+    }
+
+    /// The object, as a tree of values.
+    pub fn object(&self) -> Value {
+        let mut reader = serde_json::Deserializer::from_str(&self.json);
+        // As deep as it was read: the readers' own limits held it.
+        reader.disable_recursion_limit();
+        serde::Deserialize::deserialize(&mut reader).unwrap_or_default()
+    }
 }
 
 /// Input that could not be used, and why.
@@ -326,7 +346,7 @@ mod tests {
     /// unusable documents' reasons and the notes.
     fn found(read: &Inputs) -> (Vec<Value>, Vec<String>, Vec<(String, bool)>) {
         (
-            read.manifests.iter().map(|m| m.object.clone()).collect(),
+            read.manifests.iter().map(Manifest::object).collect(),
             read.unusable.iter().map(|u| u.reason.clone()).collect(),
             read.notes
                 .iter()
@@ -569,7 +589,7 @@ mod tests {
         let kinds: Vec<String> = defaulted
             .manifests
             .iter()
-            .map(|m| format!("{} {}", m.object["apiVersion"], m.object["kind"]))
+            .map(|m| format!("{} {}", m.object()["apiVersion"], m.object()["kind"]))
             .collect();
         assert_eq!(kinds, ["\"v1\" \"ConfigMap\"", "\"v1\" \"Secret\""]);
         // The same in JSON, where kubectl writes `kind` after `items`.
@@ -580,7 +600,7 @@ mod tests {
             &mut json,
         );
         assert_eq!(json.manifests.len(), 1, "{:?}", json.unusable);
-        assert_eq!(json.manifests[0].object["kind"], "ConfigMap");
+        assert_eq!(json.manifests[0].object()["kind"], "ConfigMap");
     }
 
     /// Lines ended by CR alone: the first document read, as kubectl reads
@@ -651,10 +671,10 @@ spec: {containers: [{name: c, image: i}]}
 a: [unclosed
 ";
         let read = read(text);
-        let names: Vec<&str> = read
+        let names: Vec<String> = read
             .manifests
             .iter()
-            .map(|m| m.object["kind"].as_str().unwrap())
+            .map(|m| m.object()["kind"].as_str().unwrap().to_string())
             .collect();
         assert_eq!(names, ["ConfigMap", "Pod", "Pod"]);
         assert_eq!(
@@ -755,7 +775,7 @@ a: [unclosed
         );
         assert_eq!(read.manifests.len(), 1, "{:?}", read.unusable);
         assert_eq!(
-            read.manifests[0].object["metadata"]["annotations"],
+            read.manifests[0].object()["metadata"]["annotations"],
             serde_json::json!({"example.com/owner": "me", "example.com/team": "web"})
         );
     }

@@ -32,6 +32,7 @@ use annotations_policy::provenance::CONTROLLER_ACCOUNT;
 use serde_json::{Map, Value, json};
 
 mod admission;
+mod facts;
 pub mod fields;
 mod kinds;
 mod names;
@@ -40,10 +41,11 @@ pub mod served;
 
 use admission::admitted;
 pub use admission::{Admission, annotations_too_big};
+pub use facts::{Facts, Identity};
 pub use kinds::{Addressed, group_version, kubernetes_group, namespaced, resource};
 pub use names::{ILLUSTRATIVE_SUFFIX, generated_name, key_refusal, name_refusal};
 use names::{indexed_pod_base, template_hash};
-pub use owners::{Owners, fingerprint};
+pub use owners::{Owner, Owners, fingerprint};
 
 /// One object to judge, and the chain of objects it is made from.
 #[derive(Debug, Clone)]

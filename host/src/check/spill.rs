@@ -88,16 +88,12 @@ pub struct Spilled {
 }
 
 impl Spilled {
-    pub fn manifest(self) -> io::Result<Manifest> {
+    /// The object, as a tree of values.
+    pub fn object(&self) -> io::Result<Value> {
         let mut de = serde_json::Deserializer::from_slice(&self.json);
         // As deep as it was read: the readers' own limits held it.
         de.disable_recursion_limit();
-        let object = Value::deserialize(&mut de).map_err(io::Error::other)?;
-        Ok(Manifest {
-            object,
-            source: self.source,
-            json: String::from_utf8(self.json).map_err(io::Error::other)?,
-        })
+        Value::deserialize(&mut de).map_err(io::Error::other)
     }
 }
 
@@ -160,14 +156,13 @@ mod tests {
             (json!({"kind": "Secret"}), "dir/b c.json", 1, Some(12)),
         ]
         .into_iter()
-        .map(|(object, file, line, item)| Manifest {
-            json: object.to_string(),
-            object,
-            source: Source {
+        .map(|(object, file, line, item)| {
+            let source = Source {
                 file: file.to_string(),
                 line,
                 item,
-            },
+            };
+            Manifest::new(&object, source)
         })
         .collect();
         let mut spill = Spill::new().unwrap();
@@ -175,14 +170,10 @@ mod tests {
             spill.push(manifest);
         }
         assert_eq!(spill.len(), 3);
-        let back: Vec<Manifest> = spill
-            .read_back()
-            .unwrap()
-            .map(|spilled| spilled.unwrap().manifest().unwrap())
-            .collect();
+        let back: Vec<Spilled> = spill.read_back().unwrap().map(Result::unwrap).collect();
         assert_eq!(back.len(), 3);
         for (back, manifest) in back.iter().zip(&manifests) {
-            assert_eq!(back.object, manifest.object);
+            assert_eq!(back.object().unwrap(), manifest.object());
             assert_eq!(back.source, manifest.source);
         }
     }

@@ -274,7 +274,7 @@ pub fn read_objects(paths: &[PathBuf], errors: &mut Vec<String>) -> Vec<Value> {
     let before = errors.len();
     let search = manifests::Search { hidden: true };
     manifests::read_each(&inputs, search, &mut |input| match input {
-        Input::Manifest(manifest) => found.push(manifest.object),
+        Input::Manifest(manifest) => found.push(manifest.object()),
         Input::Unusable(unusable) => {
             errors.push(format!("{}: {}", unusable.source, unusable.reason))
         }

@@ -159,11 +159,7 @@ fn take_object(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
         return;
     }
     match refusals::object_problem(&value) {
-        None => found(Input::Manifest(Manifest {
-            json: value.to_string(),
-            object: value,
-            source,
-        })),
+        None => found(Input::Manifest(Manifest::new(&value, source))),
         Some(reason) => found(Input::Unusable(Unusable { source, reason })),
     }
 }

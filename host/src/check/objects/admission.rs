@@ -36,12 +36,15 @@ impl Admission {
     /// Learns the custom resource kind `object` declares cluster-wide, if
     /// it declares one.
     pub fn learn(&mut self, object: &Value) {
-        if object["kind"] == "CustomResourceDefinition"
-            && object["spec"]["scope"] == "Cluster"
-            && let Some(kind) = object["spec"]["names"]["kind"].as_str()
-        {
-            self.cluster_kinds.insert(kind.to_string());
-        }
+        self.cluster_kinds.extend(Admission::cluster_kind(object));
+    }
+
+    /// The kind `object` makes cluster-wide: a CustomResourceDefinition's
+    /// of scope `Cluster`.
+    pub fn cluster_kind(object: &Value) -> Option<String> {
+        (object["kind"] == "CustomResourceDefinition" && object["spec"]["scope"] == "Cluster")
+            .then(|| object["spec"]["names"]["kind"].as_str().map(str::to_string))
+            .flatten()
     }
 }
 

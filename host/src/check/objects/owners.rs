@@ -30,17 +30,24 @@ impl Owners {
 
     /// Learns the controller `object` names, if it names one.
     pub fn learn(&mut self, object: &Value) {
-        if let Some(owner) = controller_of_object(object) {
-            match owner["uid"].as_str().filter(|uid| !uid.is_empty()) {
-                Some(uid) => self.uids.insert(fingerprint(uid)),
-                // An owner shares its object's namespace.
-                None => self.names.insert(named(
-                    &owner["kind"],
-                    &object["metadata"]["namespace"],
-                    &owner["name"],
-                )),
-            };
+        if let Some(owner) = Owner::of(object) {
+            self.insert(owner);
         }
+    }
+
+    /// Learns the owner the first pass found of an object, if any.
+    pub fn insert_all(&mut self, owner: impl IntoIterator<Item = Owner>) {
+        for owner in owner {
+            self.insert(owner);
+        }
+    }
+
+    /// Learns an owner the first pass found.
+    pub fn insert(&mut self, owner: Owner) {
+        match owner {
+            Owner::Uid(uid) => self.uids.insert(uid),
+            Owner::Named(name) => self.names.insert(name),
+        };
     }
 
     /// Whether the input holds objects that `object` controls.
@@ -54,6 +61,30 @@ impl Owners {
                 &metadata["namespace"],
                 &metadata["name"],
             ))
+    }
+}
+
+/// The controller an object names as its owner, as a fingerprint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// By its uid.
+    Uid(u64),
+    /// By its kind, namespace and name, where it has no uid.
+    Named(u64),
+}
+
+impl Owner {
+    pub fn of(object: &Value) -> Option<Owner> {
+        let owner = controller_of_object(object)?;
+        Some(match owner["uid"].as_str().filter(|uid| !uid.is_empty()) {
+            Some(uid) => Owner::Uid(fingerprint(uid)),
+            // An owner shares its object's namespace.
+            None => Owner::Named(named(
+                &owner["kind"],
+                &object["metadata"]["namespace"],
+                &owner["name"],
+            )),
+        })
     }
 }
 

@@ -1,0 +1,51 @@
+//! What the first pass of `check` learns of each object of the input, for
+//! the second to judge by: read by the worker that parsed the object, so
+//! that the object waits for its judging as JSON alone, with no tree of
+//! values held or dropped by the thread that reads the input.
+
+use serde_json::Value;
+
+use super::owners::Owner;
+
+/// An object's facts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts {
+    /// The controller it names as its owner.
+    pub owner: Option<Owner>,
+    /// A Namespace's name and labels (with `kubernetes.io/metadata.name`).
+    pub namespace: Option<(String, serde_json::Map<String, Value>)>,
+    /// The kind a CustomResourceDefinition makes cluster-wide.
+    pub cluster_kind: Option<String>,
+    /// What names it in a cluster, but for a namespace it leaves out: its
+    /// group, kind, namespace (if it names one) and name (`None` for a
+    /// `generateName`, a new object each time).
+    pub identity: Option<Identity>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub group: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl Facts {
+    pub fn of(object: &Value) -> Facts {
+        let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
+        let metadata = &object["metadata"];
+        let (group, _) = super::group_version(object["apiVersion"].as_str().unwrap_or_default());
+        let name = text(&metadata["name"]);
+        Facts {
+            owner: Owner::of(object),
+            namespace: crate::check::policies::namespace(object),
+            cluster_kind: super::Admission::cluster_kind(object),
+            identity: (!name.is_empty()).then(|| Identity {
+                group: group.to_string(),
+                kind: text(&object["kind"]),
+                namespace: metadata["namespace"].as_str().map(str::to_string),
+                name,
+            }),
+        }
+    }
+}
