@@ -165,6 +165,10 @@ fn plain(namespace: &str, name: &str, kind: &str, spec: Value) -> Value {
     let mut object = json!({"apiVersion": "v1", "kind": kind, "metadata": metadata(namespace, name, helm(namespace))});
     if !spec.is_null() {
         object["spec"] = spec;
+    } else if kind == "Secret" {
+        // A Secret's data is base64, which the API server holds it to.
+        object["data"] =
+            json!({"key": "dmFsdWU=", "other": "YSBsb25nZXIgdmFsdWUgdGhhdCB0YWtlcyBzb21lIHJvb20="});
     } else {
         object["data"] = json!({"key": "value", "other": "a longer value that takes some room"});
     }

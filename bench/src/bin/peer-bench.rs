@@ -444,7 +444,7 @@ fn in_scope(path: &Path) -> BTreeSet<String> {
         Default::default(),
         &mut |input| {
             if let Read::Manifest(manifest) = input {
-                let object = &manifest.object;
+                let object = &manifest.object();
                 let covered = WORKLOADS
                     .iter()
                     .any(|(v, k)| object["apiVersion"] == *v && object["kind"] == *k);
