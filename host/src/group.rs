@@ -176,11 +176,22 @@ impl Group {
     }
 }
 
-/// A group's expression, checked as policy-server checks it at start-up.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A group's expression, checked as policy-server checks it at start-up,
+/// and compiled once: evaluated for every object of a dump, it was parsed
+/// again each time.
+#[derive(Debug, Clone)]
 pub struct Expression {
     text: String,
+    ast: rhai::AST,
 }
+
+impl PartialEq for Expression {
+    fn eq(&self, other: &Expression) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Expression {}
 
 /// How an evaluation ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,8 +208,12 @@ impl Expression {
     /// settings validation refuses it.
     pub fn parse(text: &str, members: &[&str]) -> Result<Expression, String> {
         let answers: Vec<(&str, bool)> = members.iter().map(|m| (*m, true)).collect();
+        let ast = rhai::Engine::new_raw()
+            .compile_expression(text)
+            .map_err(|e| e.to_string())?;
         let expression = Expression {
             text: text.to_string(),
+            ast,
         };
         expression.evaluate(&answers).accepted?;
         Ok(expression)
@@ -219,7 +234,7 @@ impl Expression {
             });
         }
         let accepted = engine
-            .eval_expression::<bool>(&self.text)
+            .eval_ast::<bool>(&self.ast)
             .map_err(|e| e.to_string());
         let called = called.lock().map(|c| c.clone()).unwrap_or_default();
         Evaluation { accepted, called }

@@ -65,9 +65,14 @@ pub struct Manifest {
 
 impl Manifest {
     pub fn new(object: &Value, source: Source) -> Manifest {
+        Manifest::read(object, None, source)
+    }
+
+    /// `json`, where given, is `object`'s own, as its reader wrote it.
+    fn read(object: &Value, json: Option<String>, source: Source) -> Manifest {
         Manifest {
             source,
-            json: object.to_string(),
+            json: json.unwrap_or_else(|| object.to_string()),
             facts: crate::check::objects::Facts::of(object),
         }
     }

@@ -23,12 +23,20 @@ pub type Read = (usize, Result<Value, String>);
 pub enum Found {
     /// A document, at its line, or why it cannot be read.
     Document(usize, Result<Value, String>),
+    /// A document read as `json`, the JSON its reader wrote, which is its
+    /// value's own: written out again nowhere.
+    Object {
+        line: usize,
+        value: Value,
+        json: String,
+    },
     /// An item of a `List`, read alone: the List's line, and the item's
-    /// place in it.
+    /// place in it; its JSON, where the reader wrote it as it stands.
     Item {
         line: usize,
         index: usize,
         value: Value,
+        json: Option<String>,
     },
     /// A document that does not parse and holds template syntax, at its
     /// line.
@@ -115,6 +123,12 @@ impl<'t> Piece<'t> {
 /// mapping is refused (as kubectl refuses it), merge keys (`<<`) merged. At
 /// the line of its content, or of what is wrong with it.
 pub(super) fn yaml_document(piece: Piece<'_>) -> Read {
+    let (line, read) = yaml_json(piece);
+    (line, read.map(|(value, _)| value))
+}
+
+/// `yaml_document`, with the JSON the reader wrote.
+pub(super) fn yaml_json(piece: Piece<'_>) -> (usize, Result<(Value, String), String>) {
     let without_mark;
     let piece = match document_mark(piece.text, piece.first_line) {
         Some(at) => {
@@ -127,7 +141,10 @@ pub(super) fn yaml_document(piece: Piece<'_>) -> Read {
         None => piece,
     };
     match super::yaml::to_json(piece.text, piece.first_line) {
-        Ok(json) => (piece.content_line, parse_json(&json)),
+        Ok(json) => (
+            piece.content_line,
+            parse_json(&json).map(|value| (value, json)),
+        ),
         Err(refusal) => (refusal.line, Err(refusal.reason)),
     }
 }

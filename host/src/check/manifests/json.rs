@@ -245,6 +245,7 @@ impl<'de> Visitor<'de> for Items<'_> {
                 line: self.line,
                 index,
                 value,
+                json: None,
             });
             index += 1;
         }
@@ -317,12 +318,14 @@ mod tests {
                 Found::Item {
                     line: 3,
                     index: 0,
-                    value: json!({"kind": "Pod", "n": 1.5})
+                    value: json!({"kind": "Pod", "n": 1.5}),
+                    json: None,
                 },
                 Found::Item {
                     line: 3,
                     index: 1,
-                    value: json!({"kind": "Secret"})
+                    value: json!({"kind": "Secret"}),
+                    json: None,
                 },
                 Found::Document(12, Ok(json!({"kind": "ConfigMap"}))),
                 Found::Document(13, Ok(json!([1]))),

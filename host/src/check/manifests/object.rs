@@ -17,18 +17,26 @@ pub(super) fn take(found: Found, file: &str) -> Vec<Input> {
     let found_one = &mut |input| out.push(input);
     match found {
         Found::Document(line, Ok(value)) => {
-            take_document(value, file_source(file, line), found_one)
+            take_document(value, None, file_source(file, line), found_one)
+        }
+        Found::Object { line, value, json } => {
+            take_document(value, Some(json), file_source(file, line), found_one)
         }
         Found::Document(line, Err(reason)) => found_one(Input::Unusable(Unusable {
             source: file_source(file, line),
             reason,
         })),
-        Found::Item { line, index, value } => {
+        Found::Item {
+            line,
+            index,
+            value,
+            json,
+        } => {
             let source = Source {
                 item: Some(index),
                 ..file_source(file, line)
             };
-            take_item(value, source, found_one)
+            take_item(value, json, source, found_one)
         }
         Found::Template(line, template) => found_one(Input::Note(Note {
             source: file_source(file, line),
@@ -70,13 +78,14 @@ pub(super) fn of_the_list(list: &serde_json::Map<String, Value>, item: &mut Valu
 /// A document: an object, a list of objects (`List`, or a typed list
 /// such as `ConfigMapList`, as `kubectl get -o yaml` writes them), or
 /// something unusable.
-fn take_document(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
+/// `json`, where given, is `value`'s own JSON, as its reader wrote it.
+fn take_document(value: Value, json: Option<String>, source: Source, found: &mut dyn FnMut(Input)) {
     if value.is_null() {
         return;
     }
     match is_list(&value) {
         true => take_items(&value, &source, found),
-        false => take_object(value, source, found),
+        false => take_object(value, json, source, found),
     }
 }
 
@@ -106,14 +115,14 @@ fn take_items(list: &Value, source: &Source, found: &mut dyn FnMut(Input)) {
         };
         let mut item = item.clone();
         of_the_list(fields, &mut item);
-        take_item(item, source, found);
+        take_item(item, None, source, found);
     }
 }
 
 /// An item of a List: kubectl reads no List inside a List (it refuses the
 /// whole List that holds one: its other items are judged here, and the run
 /// exits 2).
-fn take_item(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
+fn take_item(value: Value, json: Option<String>, source: Source, found: &mut dyn FnMut(Input)) {
     match is_list(&value) {
         true => found(Input::Unusable(Unusable {
             source,
@@ -121,13 +130,13 @@ fn take_item(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
                      it: give its items to the outer List"
                 .to_string(),
         })),
-        false => take_object(value, source, found),
+        false => take_object(value, json, source, found),
     }
 }
 
 /// A document of the input: an object to check, or no object at all (a
 /// note), or an object that cannot be used.
-fn take_object(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
+fn take_object(value: Value, json: Option<String>, source: Source, found: &mut dyn FnMut(Input)) {
     if source.item.is_none() && !value.get("kind").is_some_and(Value::is_string) {
         found(Input::Note(Note {
             source,
@@ -159,7 +168,7 @@ fn take_object(value: Value, source: Source, found: &mut dyn FnMut(Input)) {
         return;
     }
     match refusals::object_problem(&value) {
-        None => found(Input::Manifest(Manifest::new(&value, source))),
+        None => found(Input::Manifest(Manifest::read(&value, json, source))),
         Some(reason) => found(Input::Unusable(Unusable { source, reason })),
     }
 }

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use super::cut::{Cutter, Items, Span, has_content};
-use super::document::{self, Found, Piece, yaml_document};
+use super::document::{self, Found, Piece, yaml_document, yaml_json};
 use super::json;
 use super::object;
 use super::templates;
@@ -284,12 +284,18 @@ fn entries<T: Send>(
                     first_line: *line,
                     content_line,
                 };
-                let finished = yaml_document(piece).1.ok().map(|mut value| {
+                let finished = yaml_json(piece).1.ok().map(|(mut value, json)| {
+                    // An item that takes its kind from the list is written
+                    // again; one that names its own is as it was read.
+                    let before = value.as_object().map(serde_json::Map::len);
                     object::of_the_list(list, &mut value);
+                    let json =
+                        (value.as_object().map(serde_json::Map::len) == before).then_some(json);
                     finish(Found::Item {
                         line: content_line,
                         index: *i,
                         value,
+                        json,
                     })
                 });
                 (*i, finished)
@@ -331,7 +337,7 @@ enum Parsed {
     Template(usize, templates::Template),
     Read {
         line: usize,
-        value: Result<Value, String>,
+        value: Result<(Value, String), String>,
         /// Each entry's line, where the cut found as many as the List holds.
         lines: Option<Vec<usize>>,
     },
@@ -340,7 +346,7 @@ enum Parsed {
 /// Parses the document of `span`, its `text`: what the workers do, each
 /// for a document of their own.
 fn parse_whole(text: &str, span: &Span) -> Parsed {
-    let (line, value) = yaml_document(Piece {
+    let (line, value) = yaml_json(Piece {
         text,
         first_line: span.first_line,
         content_line: span.content_line,
@@ -373,13 +379,19 @@ fn hand_out(parsed: Parsed, from: usize, found: &mut dyn FnMut(Found)) {
             }
     };
     match value {
-        Ok(Value::Object(mut map)) if from > 0 || listed(&map) => match map.remove("items") {
+        Ok((Value::Object(mut map), _)) if from > 0 || listed(&map) => match map.remove("items") {
             Some(Value::Array(items)) => {
                 let lines = lines.filter(|lines| lines.len() == items.len());
                 for (index, mut value) in items.into_iter().enumerate().skip(from) {
                     let line = lines.as_ref().map_or(line, |lines| lines[index]);
                     object::of_the_list(&map, &mut value);
-                    found(Found::Item { line, index, value });
+                    let json = None;
+                    found(Found::Item {
+                        line,
+                        index,
+                        value,
+                        json,
+                    });
                 }
             }
             other => {
@@ -387,7 +399,8 @@ fn hand_out(parsed: Parsed, from: usize, found: &mut dyn FnMut(Found)) {
                 found(Found::Document(line, Ok(Value::Object(map))));
             }
         },
-        value => found(Found::Document(line, value)),
+        Ok((value, json)) => found(Found::Object { line, value, json }),
+        Err(reason) => found(Found::Document(line, Err(reason))),
     }
 }
 
@@ -479,15 +492,21 @@ mod tests {
     }
 
     /// Lists as their items, each item's line left out: a whole parse
-    /// knows no line of an item (`item_lines` holds them).
+    /// knows no line of an item (`item_lines` holds them); the JSON the
+    /// reader wrote left out too, as a document read whole.
     fn items(found: Vec<Found>) -> Vec<Found> {
         found
             .into_iter()
+            .map(|found| match found {
+                Found::Object { line, value, .. } => Found::Document(line, Ok(value)),
+                found => found,
+            })
             .flat_map(|found| match found {
                 Found::Item { index, value, .. } => vec![Found::Item {
                     line: 0,
                     index,
                     value,
+                    json: None,
                 }],
 
                 Found::Document(line, Ok(Value::Object(mut map)))
@@ -505,6 +524,7 @@ mod tests {
                             line: 0,
                             index,
                             value,
+                            json: None,
                         })
                         .collect()
                 }
@@ -579,7 +599,8 @@ mod tests {
             Found::Item {
                 line: 0,
                 index: 0,
-                value: json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "annotations": {"x": "1"}}, "data": {"script": "#!/bin/sh\n- echo\n"}})
+                value: json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "annotations": {"x": "1"}}, "data": {"script": "#!/bin/sh\n- echo\n"}}),
+                json: None,
             }
         );
         assert_eq!(
@@ -587,7 +608,8 @@ mod tests {
             Found::Item {
                 line: 0,
                 index: 5,
-                value: json!("plain on two")
+                value: json!("plain on two"),
+                json: None,
             }
         );
         // Indented entries, a typed list, and documents around it.
@@ -607,6 +629,7 @@ mod tests {
             read(&mut input, &scan, &one, &mut |found| match found {
                 Found::Item { line, .. } => lines.push(line),
                 Found::Document(_, value) => assert!(value.is_ok()),
+                Found::Object { .. } => {}
                 Found::Template(..) => panic!("no template here"),
             })
             .unwrap();

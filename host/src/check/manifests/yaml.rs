@@ -69,7 +69,9 @@ pub fn to_json(text: &str, first_line: usize) -> Result<String, Refusal> {
     let mut text = Cow::Borrowed(text);
     let colons = !text.contains(STAND_IN);
     loop {
-        let read = match Streamed::new(&text, first_line).run() {
+        // Only a text read again holds stand-ins.
+        let stand_ins = matches!(text, Cow::Owned(_));
+        let read = match Streamed::new(&text, first_line).stand_ins(stand_ins).run() {
             Err(Stop::NeedsTree) => tree::to_json(&text, first_line),
             read => read,
         };
@@ -173,6 +175,8 @@ struct Streamed<'t> {
     keys: Keys,
     /// The first thing the document means that kubectl refuses.
     failed: Option<Refusal>,
+    /// The text holds colons read as stand-ins.
+    stand_ins: bool,
 }
 
 impl<'t> Streamed<'t> {
@@ -184,7 +188,12 @@ impl<'t> Streamed<'t> {
             stack: Vec::new(),
             keys: Keys::default(),
             failed: None,
+            stand_ins: false,
         }
+    }
+
+    fn stand_ins(self, stand_ins: bool) -> Streamed<'t> {
+        Streamed { stand_ins, ..self }
     }
 
     fn refuse(&self, line: usize, reason: String) -> Stop {
@@ -239,7 +248,14 @@ impl<'t> Streamed<'t> {
                     if let Some(reason) = question_mark(self.in_flow(), plain, value) {
                         return Err(self.refuse(line, reason));
                     }
-                    let value = &*colons_back(value);
+                    let back;
+                    let value = match self.stand_ins {
+                        true => {
+                            back = colons_back(value);
+                            &*back
+                        }
+                        false => value,
+                    };
                     if self.key_next() {
                         if resolve::is_merge(tag, value, implicit) {
                             return Err(Stop::NeedsTree);

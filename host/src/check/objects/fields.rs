@@ -14,7 +14,6 @@
 //! thousands of types for a walk over names.)
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use serde::Deserialize;
@@ -22,8 +21,9 @@ use serde_json::Value;
 
 const TABLE: &str = include_str!("kubernetes-fields.json");
 
+/// The table as the decoder prints it.
 #[derive(Deserialize)]
-struct Fields {
+struct Table {
     /// `apps/v1/Deployment` → the struct it decodes into.
     kinds: HashMap<String, String>,
     /// A struct → its JSON fields → their types (`fields` in
@@ -31,8 +31,84 @@ struct Fields {
     types: HashMap<String, HashMap<String, String>>,
 }
 
+/// The table resolved once: each type an `Expr`, each struct by its index,
+/// its fields sorted by name, so that a walk compares no type's name.
+struct Fields {
+    kinds: HashMap<String, usize>,
+    structs: Vec<Vec<(Box<str>, Expr)>>,
+}
+
+/// A type, as the decoder's expressions write it.
+#[derive(Debug, Clone)]
+enum Expr {
+    /// `string`, `time`: a string; `bytes`: a string of base64.
+    String,
+    Bytes,
+    Boolean,
+    Int32,
+    Int64,
+    Uint64,
+    Number,
+    Quantity,
+    IntOrString,
+    Any,
+    /// `[]T`
+    List(Box<Expr>),
+    /// `{}T`: a map of string keys.
+    Map(Box<Expr>),
+    /// A struct, by its index in `Fields::structs`.
+    Struct(usize),
+    /// A struct the table does not list: not checked.
+    Unknown,
+}
+
+impl Expr {
+    fn parse(text: &str, index: &HashMap<&str, usize>) -> Expr {
+        if let Some(item) = text.strip_prefix("[]") {
+            return Expr::List(Box::new(Expr::parse(item, index)));
+        }
+        if let Some(entry) = text.strip_prefix("{}") {
+            return Expr::Map(Box::new(Expr::parse(entry, index)));
+        }
+        match text {
+            "string" | "time" => Expr::String,
+            "bytes" => Expr::Bytes,
+            "boolean" => Expr::Boolean,
+            "int32" => Expr::Int32,
+            "int64" => Expr::Int64,
+            "uint64" => Expr::Uint64,
+            "number" => Expr::Number,
+            "quantity" => Expr::Quantity,
+            "int-or-string" => Expr::IntOrString,
+            "any" => Expr::Any,
+            name => index.get(name).map_or(Expr::Unknown, |&i| Expr::Struct(i)),
+        }
+    }
+}
+
 static FIELDS: LazyLock<Fields> = LazyLock::new(|| {
-    serde_json::from_str(TABLE).expect("kubernetes-fields.json is the decoder's JSON")
+    let table: Table =
+        serde_json::from_str(TABLE).expect("kubernetes-fields.json is the decoder's JSON");
+    let mut names: Vec<&str> = table.types.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    let structs = names
+        .iter()
+        .map(|name| {
+            let mut fields: Vec<(Box<str>, Expr)> = table.types[*name]
+                .iter()
+                .map(|(field, expr)| (field.as_str().into(), Expr::parse(expr, &index)))
+                .collect();
+            fields.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            fields
+        })
+        .collect();
+    let kinds = table
+        .kinds
+        .iter()
+        .filter_map(|(kind, name)| Some((kind.clone(), *index.get(name.as_str())?)))
+        .collect();
+    Fields { kinds, structs }
 });
 
 /// Why the API server refuses to decode `object`, if it does: the first
@@ -42,9 +118,21 @@ static FIELDS: LazyLock<Fields> = LazyLock::new(|| {
 pub fn refusal(object: &Value) -> Option<String> {
     let api_version = object.get("apiVersion")?.as_str()?;
     let kind = object.get("kind")?.as_str()?;
-    let root = FIELDS.kinds.get(&format!("{api_version}/{kind}"))?;
+    let root = *FIELDS.kinds.get(&format!("{api_version}/{kind}"))?;
+    let (problem, mut path) = check(object, &Expr::Struct(root))?;
+    path.reverse();
     let mut at = String::new();
-    let problem = check(object, root, &mut at)?;
+    for step in path {
+        match step {
+            Step::Field(name) if at.is_empty() => at.push_str(name),
+            Step::Field(name) => {
+                at.push('.');
+                at.push_str(name);
+            }
+            Step::Index(i) => at.push_str(&format!("[{i}]")),
+            Step::Key(key) => at.push_str(&format!("[{key:?}]")),
+        }
+    }
     Some(match problem {
         Problem::Unknown => format!(
             "`{at}` is no field of {kind} (`{api_version}`), and the API server refuses a field \
@@ -114,18 +202,28 @@ enum Problem {
     NotBase64,
 }
 
-/// The first problem of `value` as the type `expr`, with `at` left at
-/// where it is.
-fn check(value: &Value, expr: &str, at: &mut String) -> Option<Problem> {
+/// A step of the path to a problem, from where it is outwards.
+enum Step<'v> {
+    Field(&'v str),
+    Index(usize),
+    Key(&'v str),
+}
+
+/// The first problem of `value` as the type `expr`, and the path to it,
+/// innermost first: built only where there is a problem.
+fn check<'v>(value: &'v Value, expr: &Expr) -> Option<(Problem, Vec<Step<'v>>)> {
     // null is taken wherever a value goes: encoding/json leaves the zero.
     if value.is_null() {
         return None;
     }
     let wrong = |expected| {
-        Some(Problem::Type {
-            found: what(value),
-            expected,
-        })
+        Some((
+            Problem::Type {
+                found: what(value),
+                expected,
+            },
+            Vec::new(),
+        ))
     };
     let integer = |low: f64, high: f64| match value {
         // YAML's `1.0` reaches the API server as `1`, as kubectl writes it.
@@ -134,78 +232,65 @@ fn check(value: &Value, expr: &str, at: &mut String) -> Option<Problem> {
             .is_some_and(|f| f.fract() == 0.0 && (low..=high).contains(&f)),
         _ => false,
     };
+    let within = |step: Step<'v>, found: Option<(Problem, Vec<Step<'v>>)>| {
+        found.map(|(problem, mut path)| {
+            path.push(step);
+            (problem, path)
+        })
+    };
     match expr {
-        "string" | "time" => (!value.is_string()).then(|| wrong("a string")).flatten(),
-        "bytes" => match value {
-            Value::String(text) => base64(text).is_none().then_some(Problem::NotBase64),
+        Expr::String => (!value.is_string()).then(|| wrong("a string")).flatten(),
+        Expr::Bytes => match value {
+            Value::String(text) => base64(text)
+                .is_none()
+                .then(|| (Problem::NotBase64, Vec::new())),
             _ => wrong("a string of base64"),
         },
-        "boolean" => (!value.is_boolean()).then(|| wrong("a boolean")).flatten(),
-        "int32" => (!integer(i32::MIN as f64, i32::MAX as f64))
+        Expr::Boolean => (!value.is_boolean()).then(|| wrong("a boolean")).flatten(),
+        Expr::Int32 => (!integer(i32::MIN as f64, i32::MAX as f64))
             .then(|| wrong("a whole number (int32)"))
             .flatten(),
-        "int64" => (!integer(i64::MIN as f64, i64::MAX as f64))
+        Expr::Int64 => (!integer(i64::MIN as f64, i64::MAX as f64))
             .then(|| wrong("a whole number"))
             .flatten(),
-        "uint64" => (!integer(0.0, u64::MAX as f64))
+        Expr::Uint64 => (!integer(0.0, u64::MAX as f64))
             .then(|| wrong("a whole number, not below 0"))
             .flatten(),
-        "number" => (!value.is_number()).then(|| wrong("a number")).flatten(),
-        "quantity" => (!(value.is_string() || value.is_number()))
+        Expr::Number => (!value.is_number()).then(|| wrong("a number")).flatten(),
+        Expr::Quantity => (!(value.is_string() || value.is_number()))
             .then(|| wrong("a quantity (`500m`, `1Gi`, a number)"))
             .flatten(),
-        "int-or-string" => (!(value.is_string() || integer(i32::MIN as f64, i32::MAX as f64)))
+        Expr::IntOrString => (!(value.is_string() || integer(i32::MIN as f64, i32::MAX as f64)))
             .then(|| wrong("a whole number or a string"))
             .flatten(),
-        "any" => None,
-        _ => {
-            if let Some(item) = expr.strip_prefix("[]") {
-                let Value::Array(items) = value else {
-                    return wrong("a list");
-                };
-                let len = at.len();
-                for (i, element) in items.iter().enumerate() {
-                    let _ = write!(at, "[{i}]");
-                    if let Some(problem) = check(element, item, at) {
-                        return Some(problem);
-                    }
-                    at.truncate(len);
-                }
-                return None;
-            }
-            if let Some(entry) = expr.strip_prefix("{}") {
-                let Value::Object(map) = value else {
-                    return wrong("a mapping");
-                };
-                let len = at.len();
-                for (key, element) in map {
-                    let _ = write!(at, "[{key:?}]");
-                    if let Some(problem) = check(element, entry, at) {
-                        return Some(problem);
-                    }
-                    at.truncate(len);
-                }
-                return None;
-            }
-            let fields = FIELDS.types.get(expr)?;
+        Expr::Any | Expr::Unknown => None,
+        Expr::List(item) => {
+            let Value::Array(items) = value else {
+                return wrong("a list");
+            };
+            items
+                .iter()
+                .enumerate()
+                .find_map(|(i, element)| within(Step::Index(i), check(element, item)))
+        }
+        Expr::Map(entry) => {
             let Value::Object(map) = value else {
                 return wrong("a mapping");
             };
-            let len = at.len();
-            for (key, element) in map {
-                if !at.is_empty() {
-                    at.push('.');
+            map.iter()
+                .find_map(|(key, element)| within(Step::Key(key), check(element, entry)))
+        }
+        Expr::Struct(index) => {
+            let Value::Object(map) = value else {
+                return wrong("a mapping");
+            };
+            let fields = &FIELDS.structs[*index];
+            map.iter().find_map(|(key, element)| {
+                match fields.binary_search_by(|(name, _)| (**name).cmp(key.as_str())) {
+                    Ok(at) => within(Step::Field(key), check(element, &fields[at].1)),
+                    Err(_) => Some((Problem::Unknown, vec![Step::Field(key)])),
                 }
-                at.push_str(key);
-                let Some(field) = fields.get(key) else {
-                    return Some(Problem::Unknown);
-                };
-                if let Some(problem) = check(element, field, at) {
-                    return Some(problem);
-                }
-                at.truncate(len);
-            }
-            None
+            })
         }
     }
 }
