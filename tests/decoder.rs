@@ -509,7 +509,8 @@ const SCALARS: &[&str] = &[
 
 /// Streams of generated documents, between every kind of marker, with and
 /// without a byte-order mark, their lines ended by LF, CRLF or CR alone;
-/// stream `n` opens with document `n` where there is one.
+/// stream `n` is the first document, then document `n`, where there is
+/// one.
 fn streams(count: usize) -> Vec<String> {
     use proptest::prelude::*;
     use proptest::strategy::ValueTree;
@@ -537,11 +538,25 @@ fn streams(count: usize) -> Vec<String> {
         .map(|n| {
             let (mut documents, leading, bom, ends) =
                 stream.new_tree(&mut runner).unwrap().current();
-            // The first streams open with each document in turn, so that
-            // the few of them the cluster tests apply meet every shape.
-            if n < DOCUMENTS.len() {
-                documents[0].0 = n;
-            }
+            // Each of the first streams is a plain ConfigMap, then a
+            // document of its own, in turn: the few streams the cluster
+            // tests apply meet every shape, each after an object both
+            // sides take.
+            let (bom, leading, ends) = match n < DOCUMENTS.len() {
+                true => {
+                    documents.truncate(1);
+                    // A document that opens on its own `---` line follows
+                    // the ConfigMap at once.
+                    documents[0].2 = match DOCUMENTS[n].starts_with("---") {
+                        true => "",
+                        false => "---\n",
+                    };
+                    documents.insert(0, (0, documents[0].1.clone(), "---\n"));
+                    documents[1].0 = n;
+                    (false, false, "\n")
+                }
+                false => (bom, leading, ends),
+            };
             let mut text = String::new();
             if bom {
                 text.push('\u{feff}');
