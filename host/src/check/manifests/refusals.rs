@@ -85,8 +85,14 @@ fn strings_only(at: &str, metadata: &serde_json::Map<String, Value>) -> Option<S
             Some(Value::Object(map)) => {
                 if let Some((key, value)) = map.iter().find(|(_, v)| !v.is_string() && !v.is_null())
                 {
+                    // A scalar is quoted; a mapping or a list is no value
+                    // of its own.
+                    let what_to_do = match value {
+                        Value::Object(_) | Value::Array(_) => "give it as one string",
+                        _ => "quote it",
+                    };
                     return Some(format!(
-                        "`{at}metadata.{field}` \"{key}\" is {}, and the API server takes only strings: quote it",
+                        "`{at}metadata.{field}` \"{key}\" is {}, and the API server takes only strings: {what_to_do}",
                         what(value)
                     ));
                 }

@@ -6,8 +6,9 @@
 //! - a document that does not parse and holds template syntax is a
 //!   template, not a broken manifest;
 //! - a document that parses but holds template syntax where the API server
-//!   takes none (a name, a namespace, the key of an annotation or label:
-//!   DNS names and qualified names never hold `{` or `$`) is a template
+//!   takes none (a name, a namespace, the key of an annotation or label, a
+//!   label's value: DNS names, qualified names and label values never hold
+//!   `{` or `$`) is a template
 //!   that happens to parse (`name: {{ .Release.Name }}-web` reads as a
 //!   mapping).
 //!
@@ -170,13 +171,27 @@ pub fn in_metadata(object: &Value) -> Option<Template> {
                     .map(move |key| (format!("metadata.{field}"), key.as_str()))
             })
     });
-    names.chain(keys).find_map(|(field, text)| {
-        let (renderer, _) = syntax(text)?;
-        Some(Template {
-            renderer,
-            at: format!("in `{field}`"),
+    // A label's value takes no braces either (an annotation's may hold
+    // anything).
+    let label_values = metadata
+        .get("labels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|labels| {
+            labels
+                .values()
+                .filter_map(|value| Some(("metadata.labels".to_string(), value.as_str()?)))
+        });
+    names
+        .chain(keys)
+        .chain(label_values)
+        .find_map(|(field, text)| {
+            let (renderer, _) = syntax(text)?;
+            Some(Template {
+                renderer,
+                at: format!("in `{field}`"),
+            })
         })
-    })
 }
 
 /// The note on a template: what it is, and what to run to check what it
@@ -273,6 +288,11 @@ mod tests {
                 json!({"name": "a", "labels": {"${L}": "v"}}),
                 "in `metadata.labels`",
             ),
+            // strimzi's Helm metadata: a label's value takes no braces.
+            (
+                json!({"name": "a", "labels": {"app": "{{ template \"app.name\" . }}"}}),
+                "in `metadata.labels`",
+            ),
         ] {
             assert_eq!(
                 in_metadata(&object(metadata.clone())).map(|t| t.at),
@@ -280,7 +300,8 @@ mod tests {
                 "{metadata}"
             );
         }
-        // A value may hold anything: a Grafana legend, a script.
+        // An annotation's value may hold anything: a Grafana legend, a
+        // script.
         let values = object(json!({
             "name": "dashboards",
             "annotations": {"example.com/legend": "{{pod}}", "example.com/run": "${HOME}"}

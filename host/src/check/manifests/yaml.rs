@@ -498,7 +498,11 @@ fn write_scalar(out: &mut String, scalar: &Scalar<'_>) -> Result<(), String> {
                 return Err(format!(
                     "a float JSON cannot hold ({}; kubectl says `json: unsupported value: {}`): \
                      quote it",
-                    if f.is_nan() { ".nan" } else { ".inf" },
+                    match f {
+                        f if f.is_nan() => ".nan",
+                        f if *f > 0.0 => ".inf",
+                        _ => "-.inf",
+                    },
                     resolve::unsupported(*f)
                 ));
             }

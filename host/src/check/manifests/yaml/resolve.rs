@@ -349,7 +349,11 @@ pub fn key(scalar: &Scalar<'_>) -> Result<String, String> {
         Scalar::Bool(b) => b.to_string(),
         Scalar::Float(f) => float_key(*f),
         Scalar::Null => return Err("a key that is null (`~`, `null` or nothing)".to_string()),
-        Scalar::Uint(u) => return Err(format!("a key that is an integer beyond 64 bits ({u})")),
+        Scalar::Uint(u) => {
+            return Err(format!(
+                "a key that is an integer beyond a signed 64-bit one ({u})"
+            ));
+        }
     })
 }
 
