@@ -373,6 +373,25 @@ runner_check() {
   [[ "${lines[-1]}" == "6 objects checked, 1 rejected, 5 left out by the policy's rules or selectors" ]]
 }
 
+@test "check: the compiled module is kept, and a second run reads it and prints the same" {
+  cache="$BATS_TEST_TMPDIR/cache"
+  runner_check --cache-dir "$cache" --policy examples/cluster-admission-policy.yaml examples/
+  [ "$status" -eq 1 ]
+  first=$output
+  # wasmtime's cache: a directory a wasmtime version, a file a module.
+  [ "$(find "$cache" -path '*/modules/wasmtime-*' -type f ! -name '*.stats' | wc -l)" -eq 1 ]
+  POLICY_RUNNER_CACHE_DIR="$cache" runner_check --policy examples/cluster-admission-policy.yaml examples/
+  [ "$status" -eq 1 ]
+  [ "$output" = "$first" ]
+  POLICY_RUNNER_CACHE_DIR="$BATS_TEST_TMPDIR/none" runner_check --no-cache --policy examples/cluster-admission-policy.yaml examples/
+  [ "$output" = "$first" ]
+  [ ! -e "$BATS_TEST_TMPDIR/none" ]
+  printf 'a file' > "$BATS_TEST_TMPDIR/file"
+  runner_check --cache-dir "$BATS_TEST_TMPDIR/file/cache" --policy examples/cluster-admission-policy.yaml examples/
+  [ "$status" -eq 2 ]
+  [[ "$stderr" == "Error: --cache-dir: cannot keep compiled modules in $BATS_TEST_TMPDIR/file/cache: "* ]]
+}
+
 @test "check: manifests from stdin, JSON out, nothing rejected" {
   if [ ! -x "$BATS_TEST_DIRNAME/target/debug/policy-runner" ]; then
     skip "the project's runner is not built (cargo test builds it)"

@@ -29,6 +29,12 @@ fn suites() -> PathBuf {
     root().join("tests/suites")
 }
 
+/// The suite that must fail, under a name of its own so that a walk for
+/// `policy-test.yaml` (`policy-runner test` at the root) leaves it out.
+fn failing() -> PathBuf {
+    root().join("tests/suites-failing/expects-the-wrong-things.yaml")
+}
+
 fn outcome(paths: &[&Path]) -> Outcome {
     command(paths, Format::Table).outcome()
 }
@@ -97,10 +103,7 @@ fn the_suites_keep_to_the_schema() {
         files += 1;
     }
     assert!(files >= 5, "only {files} suites");
-    let valid: Value = yaml_serde::from_str(
-        &std::fs::read_to_string(root().join("tests/suites-failing/policy-test.yaml")).unwrap(),
-    )
-    .unwrap();
+    let valid: Value = yaml_serde::from_str(&std::fs::read_to_string(failing()).unwrap()).unwrap();
     assert!(validator.is_valid(&valid));
     let broken = |change: &dyn Fn(&mut Value)| {
         let mut value = valid.clone();
@@ -129,7 +132,7 @@ fn the_suites_keep_to_the_schema() {
 /// what to fix.
 #[test]
 fn a_suite_that_expects_the_wrong_things_fails_with_each_reason() {
-    let failing = root().join("tests/suites-failing");
+    let failing = failing();
     let finished = command(&[&failing], Format::Table).run();
     assert_eq!(finished.status, 1, "{}", finished.output);
     let outcome = outcome(&[&failing]);
@@ -165,7 +168,7 @@ fn a_suite_that_expects_the_wrong_things_fails_with_each_reason() {
 /// One core or every core: the same report, byte for byte.
 #[test]
 fn one_core_and_every_core_report_alike() {
-    let paths = [suites(), root().join("tests/suites-failing")];
+    let paths = [suites(), failing()];
     let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     let mut alone = command(&paths, Format::Json);
     alone.jobs = 1;
@@ -180,7 +183,7 @@ fn one_core_and_every_core_report_alike() {
 #[test]
 fn junit_reads_back_as_the_rows() {
     use quick_xml::events::Event;
-    let paths = [suites(), root().join("tests/suites-failing")];
+    let paths = [suites(), failing()];
     let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     let finished = command(&paths, Format::Junit).run();
     let outcome = outcome(&paths);
@@ -335,8 +338,8 @@ fn the_first_test_file_of_the_test_page_passes_as_shown() {
     }
     let outcome = outcome(&[&dir]);
     assert_eq!(outcome.status(), 0, "{:?}", outcome.errors);
-    // As printed at 120 columns, the width off a terminal.
-    let printed = policy_host::suite::report::table_for(&outcome, false, 120, false);
+    // As printed off a terminal with no `COLUMNS`: as wide as the rows.
+    let printed = policy_host::suite::report::table_for(&outcome, false, None, false);
     let shown = block("```console\n$ policy-runner test\n");
     assert_eq!(printed, shown);
     let _ = std::fs::remove_dir_all(&dir);

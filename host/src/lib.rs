@@ -9,12 +9,13 @@ pub mod serve;
 pub mod suite;
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use wapc::WapcHost;
-use wasmtime_provider::wasmtime::{Config, Engine, Module, ProfilingStrategy};
+use wasmtime_provider::wasmtime::{Cache, CacheConfig, Config, Engine, Module, ProfilingStrategy};
 use wasmtime_provider::{ResourceLimits, WasmtimeEngineProviderBuilder};
 
 /// Why a call into the guest did not give a usable answer.
@@ -120,10 +121,45 @@ impl CompiledPolicy {
     }
 }
 
+/// Where compiled modules are kept between runs, once set.
+static MODULE_CACHE: OnceLock<Option<Cache>> = OnceLock::new();
+
+/// Keeps the modules this process compiles in `directory` (created if
+/// missing), for the next run to load instead of compiling them again, as
+/// kwctl and policy-server keep theirs: a run on a few files is mostly
+/// Cranelift's compile. wasmtime's own cache keys each entry by the
+/// module's bytes, wasmtime's version and the compiler's settings with the
+/// CPU's features, and writes it whole or not at all. Set once, before the
+/// first compile; `None` keeps nothing. A directory that cannot be used is
+/// an error, and nothing is kept.
+pub fn keep_compiled_modules(directory: Option<&Path>) -> Result<(), String> {
+    let cache = match directory {
+        None => None,
+        Some(directory) => {
+            let at = std::path::absolute(directory)
+                .map_err(|e| format!("{}: {e}", directory.display()))?;
+            let mut config = CacheConfig::new();
+            config.with_directory(&at);
+            let cache = Cache::new(config)
+                .map_err(|e| format!("cannot keep compiled modules in {}: {e:#}", at.display()))?;
+            Some(cache)
+        }
+    };
+    let set = MODULE_CACHE.set(cache);
+    set.map_err(|_| "where compiled modules are kept is set once".to_string())
+}
+
+/// The directory [`keep_compiled_modules`] keeps them in, if any.
+pub fn compiled_modules_kept_in() -> Option<PathBuf> {
+    let cache = MODULE_CACHE.get()?.as_ref()?;
+    Some(cache.directory().clone())
+}
+
 /// wasmtime's defaults, as policy-server uses; `POLICY_HOST_PROFILER=jitdump`
 /// (or `perfmap`) names the compiled guest functions for `perf`.
 fn engine_config() -> Result<Config, HostError> {
     let mut config = Config::new();
+    config.cache(MODULE_CACHE.get().cloned().flatten());
     match std::env::var("POLICY_HOST_PROFILER").as_deref() {
         Err(_) => {}
         Ok("jitdump") => {

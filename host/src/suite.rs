@@ -186,7 +186,8 @@ impl Command {
 }
 
 /// The test files `path` gives: itself if it is a file, else every file
-/// named `file_name` below it (but in `.git`), in name order.
+/// named `file_name` below it (but in `.git`), in name order, links
+/// followed (one back to an ancestor once).
 fn find(path: &Path, file_name: &str) -> Result<Vec<PathBuf>, String> {
     if path.is_file() {
         return Ok(vec![path.to_path_buf()]);
@@ -201,10 +202,52 @@ fn find(path: &Path, file_name: &str) -> Result<Vec<PathBuf>, String> {
         .into_iter()
         .filter_entry(|entry| entry.file_name() != ".git");
     for entry in walk {
-        let entry = entry.map_err(|e| format!("{}: {e}", path.display()))?;
+        let entry = match entry {
+            // A link back to an ancestor holds only what the walk finds
+            // anyway.
+            Err(e) if e.loop_ancestor().is_some() => continue,
+            entry => entry.map_err(|e| format!("{}: {e}", path.display()))?,
+        };
         if entry.file_type().is_file() && entry.file_name() == file_name {
             found.push(entry.into_path());
         }
     }
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `policy-runner test` at the repository's root finds the project's
+    /// suites, which pass (tests/suites.rs), and not the one kept to fail;
+    /// a link back up is walked once.
+    #[test]
+    fn the_root_of_the_repository_holds_only_suites_that_pass() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let found = find(&root, file::FILE_NAME).unwrap();
+        let ours: Vec<_> = found
+            .iter()
+            .filter_map(|f| f.strip_prefix(&root).ok())
+            .filter(|f| !f.starts_with("target"))
+            .collect();
+        assert!(ours.len() >= 5, "{ours:?}");
+        for file in ours {
+            assert!(file.starts_with("tests/suites"), "{}", file.display());
+            assert!(
+                !file.starts_with("tests/suites-failing"),
+                "{}",
+                file.display()
+            );
+        }
+        #[cfg(unix)]
+        {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir(dir.path().join("a")).unwrap();
+            std::fs::write(dir.path().join("a").join(file::FILE_NAME), "").unwrap();
+            std::os::unix::fs::symlink(dir.path(), dir.path().join("a/up")).unwrap();
+            let found = find(dir.path(), file::FILE_NAME).unwrap();
+            assert_eq!(found, [dir.path().join("a").join(file::FILE_NAME)]);
+        }
+    }
 }

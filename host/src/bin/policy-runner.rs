@@ -19,6 +19,19 @@ use serde_json::value::RawValue;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Where compiled modules are kept between runs [default: the user's
+    /// cache directory, then `policy-runner`]
+    #[arg(
+        long,
+        global = true,
+        env = "POLICY_RUNNER_CACHE_DIR",
+        value_name = "DIR"
+    )]
+    cache_dir: Option<PathBuf>,
+    /// Compile each module afresh and keep nothing, whatever --cache-dir
+    /// says
+    #[arg(long, global = true)]
+    no_cache: bool,
 }
 
 #[derive(Subcommand)]
@@ -213,6 +226,10 @@ fn main() -> ExitCode {
     // For `check` and `test`, 1 means that something was rejected or
     // failed.
     let checking = matches!(cli.command, Command::Check(_) | Command::Test(_));
+    if let Err(message) = keep_compiled_modules(&cli) {
+        eprintln!("Error: {message}");
+        return ExitCode::from(if checking { 2 } else { 1 });
+    }
     let result = match cli.command {
         Command::Run {
             module,
@@ -238,6 +255,32 @@ fn main() -> ExitCode {
 }
 
 /// The settings given, if any.
+/// Compiled modules kept where the command line says, or else in the
+/// user's cache directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux,
+/// `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows). Where that
+/// one cannot be used (a read-only home), a note says so and the run goes
+/// on; a directory the user gave that cannot be used is an error.
+fn keep_compiled_modules(cli: &Cli) -> Result<(), String> {
+    if cli.no_cache {
+        return policy_host::keep_compiled_modules(None);
+    }
+    if let Some(directory) = &cli.cache_dir {
+        return policy_host::keep_compiled_modules(Some(directory))
+            .map_err(|e| format!("--cache-dir: {e}"));
+    }
+    let default =
+        directories_next::BaseDirs::new().map(|dirs| dirs.cache_dir().join("policy-runner"));
+    let Some(default) = default else {
+        return policy_host::keep_compiled_modules(None);
+    };
+    if let Err(message) = policy_host::keep_compiled_modules(Some(&default)) {
+        eprintln!(
+            "note: {message} (--cache-dir DIR or POLICY_RUNNER_CACHE_DIR names another; --no-cache keeps none)"
+        );
+    }
+    Ok(())
+}
+
 fn settings(args: &SettingsArgs) -> Result<Option<Value>, String> {
     match (&args.settings_json, &args.settings_path) {
         (Some(json), _) => serde_json::from_str::<Value>(json)

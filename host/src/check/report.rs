@@ -10,6 +10,7 @@ use super::{Outcome, Row};
 mod sarif;
 mod table;
 pub use sarif::sarif;
+pub(crate) use table::wrap;
 pub use table::{fitted, table, table_for};
 
 /// A row's message without the object it names, which the row names

@@ -36,66 +36,134 @@ pub fn summary(outcome: &Outcome) -> String {
 }
 
 /// TEST | POLICY | OBJECT | REQUEST | EXPECTED | GOT | REASON, plain as
-/// `check`'s table, fitted to the terminal by wrapping the reason alone,
-/// then the summary line. On a terminal, what was got is green where it
-/// was expected and red where not.
+/// `check`'s table, then the summary line. A row that passed needs no
+/// reason. Cells wrap at spaces only, so that a name, a key or a sender is
+/// never cut: where the names leave the reason too little of the width,
+/// each row's names and reason stand under each other, beside what was
+/// expected and got. With no width (off a terminal, no `COLUMNS`), the
+/// table is as wide as its rows. On a terminal, what was got is green
+/// where it was expected and red where not.
 pub fn table(outcome: &Outcome, fail_only: bool) -> String {
     let (width, colour) = crate::check::report::fitted();
     table_for(outcome, fail_only, width, colour)
 }
 
-/// [`table`] at a given width and colouring.
-pub fn table_for(outcome: &Outcome, fail_only: bool, width: u16, colour: bool) -> String {
-    use comfy_table::{Cell, Color, ColumnConstraint, ContentArrangement, Table, presets};
-    let mut table = Table::new();
-    table
-        .load_style(presets::NOTHING)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_width(width)
-        .set_header([
-            "TEST", "POLICY", "OBJECT", "REQUEST", "EXPECTED", "GOT", "REASON",
-        ]);
-    match colour {
-        true => table.enforce_styling(),
-        false => table.force_no_tty(),
-    };
-    let mut any = false;
-    // The widest cell of each column but the reason.
-    let mut widths = [4, 6, 6, 7, 8, 3];
-    for row in shown(outcome, fail_only) {
-        any = true;
-        let cells = [
-            &row.test,
-            &row.policy,
-            &row.object,
-            &row.request(),
-            row.expected.as_str(),
-            got(row),
-        ];
-        for (width, cell) in widths.iter_mut().zip(cells) {
-            *width = (*width).max(cell.chars().count() + 2);
-        }
-        let (got, colour) = match row.passed {
-            true => (got(row).to_string(), Color::Green),
-            false => (format!("{} ✗", got(row)), Color::Red),
-        };
-        table.add_row([
-            Cell::new(&row.test),
-            Cell::new(&row.policy),
-            Cell::new(&row.object),
-            Cell::new(row.request()),
-            Cell::new(row.expected.as_str()),
-            Cell::new(got).fg(colour),
-            Cell::new(&row.reason),
-        ]);
-    }
-    // Names are never broken, only the reason wraps, where the terminal
-    // leaves the reason 30 columns; else every column wraps.
-    if widths.iter().sum::<usize>() + 32 <= usize::from(width) {
-        table.set_constraints(std::iter::repeat_n(ColumnConstraint::ContentWidth, 6));
-    }
+/// The columns before the reason, and the stacked layout's last header.
+const NAMES: [&str; 6] = ["TEST", "POLICY", "OBJECT", "REQUEST", "EXPECTED", "GOT"];
+const STACKED: &str = "TEST / POLICY / OBJECT / REQUEST / REASON";
+/// The least a reason's column is given beside the names.
+const REASON_AT_LEAST: usize = 30;
+
+/// [`table`] at a given width (`None`: as wide as the rows) and colouring.
+pub fn table_for(outcome: &Outcome, fail_only: bool, width: Option<u16>, colour: bool) -> String {
+    use crate::check::report::wrap;
+    use comfy_table::{Cell, Color, ContentArrangement, Table, presets};
+    use textwrap::core::display_width;
+    let rows: Vec<(&Row, [String; 6], &str)> = shown(outcome, fail_only)
+        .map(|row| {
+            let got = match row.passed {
+                true => got(row).to_string(),
+                false => format!("{} ✗", got(row)),
+            };
+            let reason = match row.passed {
+                true => "",
+                false => row.reason.as_str(),
+            };
+            let names = [
+                row.test.clone(),
+                row.policy.clone(),
+                row.object.clone(),
+                row.request(),
+                row.expected.as_str().to_string(),
+                got,
+            ];
+            (row, names, reason)
+        })
+        .collect();
     let mut out = String::new();
-    if any {
+    if !rows.is_empty() {
+        let mut widest = NAMES.map(display_width);
+        let mut reason_word = 0;
+        for (_, names, reason) in &rows {
+            for (widest, name) in widest.iter_mut().zip(names) {
+                *widest = (*widest).max(display_width(name));
+            }
+            let word = reason.split_whitespace().map(display_width).max();
+            reason_word = reason_word.max(word.unwrap_or(0));
+        }
+        // Each column is padded by a space either side.
+        let names: usize = widest.iter().map(|w| w + 2).sum();
+        // No reason, no column for it; one is given at least its longest
+        // word, and REASON_AT_LEAST.
+        let reasons = rows.iter().any(|(_, _, reason)| !reason.is_empty());
+        let need = match reasons {
+            true => REASON_AT_LEAST.max(reason_word),
+            false => 0,
+        };
+        let reason_width = match width {
+            None => Some(usize::MAX),
+            Some(width) => {
+                let left = usize::from(width).saturating_sub(names + 2 * usize::from(reasons));
+                (left >= need).then_some(left)
+            }
+        };
+        let mut table = Table::new();
+        table
+            .load_style(presets::NOTHING)
+            .set_content_arrangement(ContentArrangement::Disabled);
+        match colour {
+            true => table.enforce_styling(),
+            false => table.force_no_tty(),
+        };
+        let colour_of = |row: &Row| match row.passed {
+            true => Color::Green,
+            false => Color::Red,
+        };
+        match reason_width {
+            Some(reason_width) => {
+                let header = NAMES.iter().chain(reasons.then_some(&"REASON"));
+                table.set_header(header);
+                for (row, names, reason) in &rows {
+                    let [test, policy, object, request, expected, got] = names.clone();
+                    let mut cells = vec![
+                        Cell::new(test),
+                        Cell::new(policy),
+                        Cell::new(object),
+                        Cell::new(request),
+                        Cell::new(expected),
+                        Cell::new(got).fg(colour_of(row)),
+                    ];
+                    if reasons {
+                        cells.push(Cell::new(match reason_width {
+                            usize::MAX => reason.to_string(),
+                            at => wrap(reason, at),
+                        }));
+                    }
+                    table.add_row(cells);
+                }
+            }
+            None => {
+                // Each name on a line of its own, the reason under them.
+                let width = usize::from(width.unwrap_or(u16::MAX));
+                let text = width
+                    .saturating_sub(widest[4] + widest[5] + 6)
+                    .max(REASON_AT_LEAST);
+                table.set_header(["EXPECTED", "GOT", STACKED]);
+                for (row, names, reason) in &rows {
+                    let [test, policy, object, request, expected, got] = names.clone();
+                    let mut lines = vec![test];
+                    lines.extend([policy, object, request].map(|name| format!("  {name}")));
+                    if !reason.is_empty() {
+                        lines.push(format!("  {reason}"));
+                    }
+                    table.add_row([
+                        Cell::new(expected),
+                        Cell::new(got).fg(colour_of(row)),
+                        Cell::new(wrap(&lines.join("\n"), text)),
+                    ]);
+                }
+            }
+        }
         for line in table.lines() {
             let _ = writeln!(out, "{}", line.trim_end());
         }
@@ -208,4 +276,93 @@ pub fn junit(outcome: &Outcome, fail_only: bool) -> String {
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"policy-runner test\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\">\n{suites}</testsuites>\n",
         shown + errors
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::file::Verdict;
+
+    fn outcome() -> Outcome {
+        let row = |object: &str, sender: Option<&str>, got: Verdict, reason: &str| Row {
+            test: "what-the-controllers-make".to_string(),
+            file: "deploy/policy-test.yaml".to_string(),
+            policy: "require-team-owner".to_string(),
+            object: object.to_string(),
+            operation: "CREATE".to_string(),
+            sender: sender.map(str::to_string),
+            old_resource: None,
+            expected: Verdict::Pass,
+            got: Some(got),
+            passed: got == Verdict::Pass,
+            reason: reason.to_string(),
+        };
+        Outcome {
+            rows: vec![
+                row(
+                    "Pod payments/billing-cf896f67-x7k2p",
+                    Some("system:serviceaccount:kube-system:replicaset-controller"),
+                    Verdict::Pass,
+                    "",
+                ),
+                row(
+                    "Deployment payments/billing",
+                    None,
+                    Verdict::Fail,
+                    "Deployment \"payments/billing\" lacks required annotations; add \"team.example.org/owner\"",
+                ),
+            ],
+            ..Outcome::default()
+        }
+    }
+
+    /// At 60 and 100 columns and at no width at all, every object's name,
+    /// sender and quoted key stands whole on one line; a row that passed
+    /// shows no reason.
+    #[test]
+    fn names_and_keys_come_out_whole_on_a_line() {
+        let outcome = outcome();
+        let whole = [
+            "what-the-controllers-make",
+            "payments/billing-cf896f67-x7k2p",
+            "system:serviceaccount:kube-system:replicaset-controller",
+            "payments/billing",
+            "\"payments/billing\"",
+            "\"team.example.org/owner\"",
+        ];
+        for width in [Some(60), Some(100), None] {
+            let text = table_for(&outcome, false, width, false);
+            for name in whole {
+                assert!(
+                    text.lines().any(|line| line.contains(name)),
+                    "{width:?}: {name} cut in\n{text}"
+                );
+            }
+            assert_eq!(text.matches("lacks").count(), 1, "{width:?}\n{text}");
+            if let Some(width) = width {
+                let longest = whole.iter().map(|w| w.len() + 2).max().unwrap_or(0);
+                for line in text.lines() {
+                    let n = line.chars().count();
+                    assert!(
+                        n <= usize::from(width).max(longest + 20),
+                        "{width}: {line:?}"
+                    );
+                }
+            }
+        }
+        // No width: one line a row.
+        let text = table_for(&outcome, false, None, false);
+        assert_eq!(text.lines().count(), 4, "{text}");
+        // Narrow: what was expected and got beside the names, stacked.
+        let text = table_for(&outcome, false, Some(60), false);
+        assert!(
+            text.starts_with(&format!(" EXPECTED  GOT     {STACKED}\n")),
+            "{text}"
+        );
+        // Where all passed, no reason's column.
+        let mut passed = self::outcome();
+        passed.rows.truncate(1);
+        let text = table_for(&passed, false, Some(200), false);
+        assert!(!text.contains("REASON"), "{text}");
+    }
 }

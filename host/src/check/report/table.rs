@@ -10,9 +10,9 @@ use super::{MONITOR, shown, summary, without_subject};
 /// The table, a heading and a table a manifest file: the line, the object
 /// (and what it is made from, under it), the verdict, the message without
 /// the object's name; then the input that could not be used, the warnings,
-/// and the summary. It fits the terminal (or else `COLUMNS`, or else 120
-/// columns): long cells wrap inside their column, so the verdict stays in
-/// view. Coloured on a terminal, unless `NO_COLOR` is set.
+/// and the summary. It fits the width [`fitted`] gives: long cells wrap at
+/// spaces inside their column, so the verdict stays in view. Coloured on a
+/// terminal, unless `NO_COLOR` is set.
 pub fn table(
     outcome: &Outcome,
     mode: &str,
@@ -20,29 +20,36 @@ pub fn table(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let (width, colour) = fitted();
-    table_for(outcome, mode, only_rejected, Some(width), colour, out)
+    table_for(outcome, mode, only_rejected, width, colour, out)
 }
 
-/// The width a table is fitted to (the terminal's, or else `COLUMNS`, or
-/// else 120 columns), and whether to colour it (on a terminal, unless
-/// `NO_COLOR` is set).
-pub fn fitted() -> (u16, bool) {
+/// The width a table is fitted to, and whether to colour it (on a
+/// terminal, unless `NO_COLOR` is set).
+pub fn fitted() -> (Option<u16>, bool) {
     let terminal = std::io::stdout().is_terminal();
     let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    // A terminal that says no width (a pseudo-terminal nobody sized) is
-    // taken as none.
     let measured = match terminal {
-        true => comfy_table::Table::new().width().filter(|&w| w >= 40),
+        true => comfy_table::Table::new().width(),
         false => None,
     };
-    let width = measured.unwrap_or_else(|| {
-        std::env::var("COLUMNS")
-            .ok()
-            .and_then(|c| c.parse::<u16>().ok())
-            .filter(|&w| w >= 40)
-            .unwrap_or(120)
-    });
+    let width = width(terminal, measured, std::env::var("COLUMNS").ok().as_deref());
     (width, colour)
+}
+
+/// The terminal's width, or else `COLUMNS`; on a terminal that says no
+/// width (a pseudo-terminal nobody sized), 120 columns. Off a terminal with
+/// no `COLUMNS` (a CI log, a file), none: a table is as wide as its rows,
+/// so that a log that wraps lines or a reader who copies a name gets every
+/// name and key whole.
+fn width(terminal: bool, measured: Option<u16>, columns: Option<&str>) -> Option<u16> {
+    let columns = columns.and_then(|c| c.trim().parse::<u16>().ok());
+    let width = measured
+        .filter(|&w| w >= 40)
+        .or(columns.filter(|&w| w >= 40));
+    match terminal {
+        true => Some(width.unwrap_or(120)),
+        false => width,
+    }
 }
 
 /// [`table`] at a given width (`None`: as wide as the rows) and colouring.
@@ -358,7 +365,7 @@ impl Layout {
 
 /// `text` wrapped at spaces to `width`, line by line, an indented line's
 /// continuations as indented; a word longer than `width` stands alone.
-fn wrap(text: &str, width: usize) -> String {
+pub(crate) fn wrap(text: &str, width: usize) -> String {
     let mut wrapped = Vec::new();
     for line in text.lines() {
         let indent = &line[..line.len() - line.trim_start().len()];
@@ -533,6 +540,66 @@ mod tests {
                     .contains("1234 left out by the policy's rules"),
                 "{tail:#?}"
             );
+        }
+    }
+
+    /// Off a terminal and without `COLUMNS` (a CI log) a table takes the
+    /// width of its rows; `COLUMNS` sets it; a terminal's own width comes
+    /// first, and one that says none is taken as 120 columns.
+    #[test]
+    fn a_width_comes_from_the_terminal_or_columns_or_the_rows() {
+        assert_eq!(width(false, None, None), None);
+        assert_eq!(width(false, None, Some("")), None);
+        assert_eq!(width(false, None, Some("wide")), None);
+        assert_eq!(width(false, None, Some("100")), Some(100));
+        assert_eq!(width(false, None, Some("20")), None);
+        assert_eq!(width(true, Some(90), Some("100")), Some(90));
+        assert_eq!(width(true, Some(0), None), Some(120));
+        assert_eq!(width(true, None, Some("60")), Some(60));
+    }
+
+    /// At 60 and 100 columns and at no width at all, every object's name
+    /// and every quoted key of the messages stands whole on one line, to
+    /// be read and copied from a CI log.
+    #[test]
+    fn names_and_keys_come_out_whole_on_a_line() {
+        let mut outcome = outcome();
+        let mut rows = outcome.rows.to_vec();
+        rows.push(Row {
+            object: "Pod payments/billing-cf896f67-x7k2p".to_string(),
+            derived_from: vec!["ReplicaSet payments/billing-cf896f67".to_string()],
+            accepted: false,
+            message: Some("carries annotations outside the allowed list \"team.example.org/owner\"; remove \"kubectl.kubernetes.io/restartedAt\"".to_string()),
+            ..rows[0].clone()
+        });
+        outcome.rows = Rows::from(rows);
+        let rows = outcome.rows.to_vec();
+        let names: Vec<&str> = rows
+            .iter()
+            .filter_map(|row| row.object.split(' ').nth(1))
+            .collect();
+        let keys: Vec<&str> = rows
+            .iter()
+            .filter_map(|row| row.message.as_deref())
+            .flat_map(|message| message.split('"').skip(1).step_by(2))
+            .collect();
+        assert_eq!(names.len(), 4);
+        assert_eq!(keys.len(), 6);
+        for width in [Some(60), Some(100), None] {
+            let text = table_for(&outcome, "protect", false, width, false);
+            for name in &names {
+                assert!(
+                    text.lines().any(|line| line.contains(name)),
+                    "{width:?}: {name} cut in\n{text}"
+                );
+            }
+            for key in &keys {
+                let quoted = format!("\"{key}\"");
+                assert!(
+                    text.lines().any(|line| line.contains(&quoted)),
+                    "{width:?}: {quoted} cut in\n{text}"
+                );
+            }
         }
     }
 
