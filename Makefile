@@ -52,6 +52,13 @@ bench-peers: policy.wasm
 	cargo build -q --profile bench -p policy-benches --bin peer-bench
 	target/release/peer-bench $(PEER_ARGS)
 
+# policy-runner for every platform a release carries, cross-built here with
+# zig into dist/ with SHA256SUMS; the aarch64 Linux binary runs under
+# qemu-user beside the native one, their output compared (scripts/dist).
+.PHONY: dist
+dist: policy.wasm
+	scripts/dist
+
 # A short run of every fuzz target (FUZZ_SECONDS each), so that they keep
 # building and the obvious finds are caught; cargo fuzz needs nightly.
 FUZZ_TARGETS := validate settings structured differential patterns

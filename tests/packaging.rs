@@ -691,19 +691,156 @@ fn the_action_uses_its_own_scripts_and_what_the_release_attaches() {
     assert!(self::text("scripts/action/check").contains("${OUTPUT:-github}"));
     assert!(self::text("scripts/action/test").contains("output=${OUTPUT:-table}"));
     let install = self::text("scripts/action/install");
+    assert!(
+        install.contains("/platform\")"),
+        "install asks scripts/action/platform"
+    );
+    assert!(install.contains("annotated-policy.wasm"));
     let release = self::text(".github/workflows/release.yml");
-    for file in ["policy-runner-linux-x86_64", "annotated-policy.wasm"] {
-        assert!(install.contains(file), "{file}");
-        let bundle = format!("{file}.bundle.sigstore");
-        assert!(
-            release.contains(&format!("--bundle {bundle} {file}")),
-            "the release signs {file}"
+    let attached = release
+        .split("gh release create")
+        .nth(1)
+        .expect("gh release create");
+    // Every file it signs, each runner's included, with its bundle.
+    assert!(release.contains("for file in policy-runner-* annotated-policy.wasm; do"));
+    assert!(
+        release.contains("cosign sign-blob --yes --bundle \"$file.bundle.sigstore\" \"$file\"")
+    );
+    for file in [
+        "policy-runner-*",
+        "./*.bundle.sigstore",
+        "SHA256SUMS",
+        "annotated-policy.wasm",
+    ] {
+        assert!(attached.contains(file), "the release attaches {file}");
+    }
+}
+
+/// Every platform a release carries: GitHub's RUNNER_OS and RUNNER_ARCH
+/// (and uname's answer) pick the binary the release workflow builds for
+/// its target, that `make dist` cross-builds under the same name, and that
+/// `cargo binstall` fetches for that target. A platform with none is
+/// refused by name.
+#[test]
+fn each_platform_gets_the_runner_built_for_it() {
+    // (RUNNER_OS, RUNNER_ARCH, uname -s, uname -m, Rust target, file)
+    let platforms = [
+        (
+            "Linux",
+            "X64",
+            "Linux",
+            "x86_64",
+            "x86_64-unknown-linux-musl",
+            "policy-runner-linux-x86_64",
+        ),
+        (
+            "Linux",
+            "ARM64",
+            "Linux",
+            "aarch64",
+            "aarch64-unknown-linux-musl",
+            "policy-runner-linux-aarch64",
+        ),
+        (
+            "macOS",
+            "X64",
+            "Darwin",
+            "x86_64",
+            "x86_64-apple-darwin",
+            "policy-runner-darwin-x86_64",
+        ),
+        (
+            "macOS",
+            "ARM64",
+            "Darwin",
+            "arm64",
+            "aarch64-apple-darwin",
+            "policy-runner-darwin-aarch64",
+        ),
+        (
+            "Windows",
+            "X64",
+            "MINGW64_NT-10.0-26100",
+            "x86_64",
+            "x86_64-pc-windows-msvc",
+            "policy-runner-windows-x86_64.exe",
+        ),
+    ];
+    let platform = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = Command::new(path("scripts/action/platform"));
+        command
+            .args(args)
+            .env_remove("RUNNER_OS")
+            .env_remove("RUNNER_ARCH");
+        command.envs(env.iter().copied());
+        let output = command.output().expect("scripts/action/platform runs");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).trim().to_string(),
+            String::from_utf8_lossy(&output.stderr).to_string(),
+        )
+    };
+    let release = self::text(".github/workflows/release.yml");
+    let dist = self::text("scripts/dist");
+    let manifest: toml::Value =
+        toml::from_str(&self::text("host/Cargo.toml")).expect("host/Cargo.toml");
+    let binstall = &manifest["package"]["metadata"]["binstall"];
+    let repository = manifest["package"]["repository"]
+        .as_str()
+        .expect("a repository");
+    assert_eq!(binstall["pkg-fmt"].as_str(), Some("bin"));
+    for (os, arch, uname_s, uname_m, target, file) in platforms {
+        let expected = (Some(0), file.to_string(), String::new());
+        assert_eq!(
+            platform(&[], &[("RUNNER_OS", os), ("RUNNER_ARCH", arch)]),
+            expected,
+            "{os} {arch}"
         );
-        let attached = release
-            .split("gh release create")
-            .nth(1)
-            .expect("gh release create");
-        assert!(attached.contains(&bundle), "the release attaches {bundle}");
+        assert_eq!(
+            platform(&[uname_s, uname_m], &[]),
+            expected,
+            "{uname_s} {uname_m}"
+        );
+        let name = file.strip_prefix("policy-runner-").unwrap();
+        assert!(
+            release.contains(&format!("{{ name: {name}, runner: "))
+                && release.contains(&format!("target: {target} }}")),
+            "the release workflow builds {file} for {target}"
+        );
+        let cross = target.replace("-msvc", "-gnu");
+        assert!(
+            dist.contains(&format!("{cross}) echo {file} ;;")),
+            "make dist names {cross} {file}"
+        );
+        let url = binstall["overrides"]
+            .get(target)
+            .and_then(|o| o["pkg-url"].as_str())
+            .or(binstall["pkg-url"].as_str())
+            .expect("a pkg-url")
+            .replace("{ repo }", repository)
+            .replace("{ version }", env!("CARGO_PKG_VERSION"))
+            .replace("{ target-arch }", target.split('-').next().unwrap());
+        assert_eq!(
+            url,
+            format!(
+                "{repository}/releases/download/v{}/{file}",
+                env!("CARGO_PKG_VERSION")
+            ),
+            "cargo binstall on {target}"
+        );
+    }
+    for (os, arch) in [
+        ("Windows", "ARM64"),
+        ("Linux", "ARM"),
+        ("Linux", "X86"),
+        ("FreeBSD", "amd64"),
+    ] {
+        let (status, out, err) = platform(&[os, arch], &[]);
+        assert_eq!((status, out.as_str()), (Some(1), ""), "{os} {arch}");
+        assert!(
+            err.starts_with(&format!("no policy-runner is released for {os} on {arch}")),
+            "{err}"
+        );
     }
 }
 

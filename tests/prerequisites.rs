@@ -285,7 +285,7 @@ fn expansion(chars: &[char], i: usize, nested: &mut Vec<String>) -> usize {
 /// The words that start the simple commands of shell `text`, as they stand
 /// (`Q…` for a quoted word, `$…` for an expansion).
 fn commands(text: &str) -> Vec<String> {
-    let code = code(&text.replace("\\\n", " "));
+    let code = without_case_patterns(&code(&text.replace("\\\n", " ")));
     let mut found = Vec::new();
     for command in code.split(['\n', ';', '&', '|', '(', ')', '{', '}']) {
         let mut words = command.split_whitespace().peekable();
@@ -314,6 +314,31 @@ fn commands(text: &str) -> Vec<String> {
         found.push(first.to_string());
     }
     found
+}
+
+/// `code` with the patterns of its `case` lists (`Linux | Darwin)`) taken
+/// off their lines: they name values, not programs.
+fn without_case_patterns(code: &str) -> String {
+    let mut depth = 0usize;
+    let mut lines = Vec::new();
+    for line in code.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let mut line = line;
+        if depth > 0
+            && let Some((pattern, body)) = line.split_once(')')
+            && !pattern.contains(['(', '"', '\'', '$', '='])
+        {
+            line = body;
+        }
+        if words.first() == Some(&"case") {
+            depth += 1;
+        }
+        if words.contains(&"esac") {
+            depth = depth.saturating_sub(1);
+        }
+        lines.push(line);
+    }
+    lines.join("\n")
 }
 
 /// The functions a shell file defines (`name() {`).
@@ -425,6 +450,7 @@ const SCRIPTS: &[&str] = &[
     "scripts/action/install",
     "scripts/action/check",
     "scripts/action/test",
+    "scripts/action/platform",
     ".ci/check-tag",
 ];
 
@@ -582,6 +608,10 @@ case $v in
   v[0-9]*) ;;
   *) echo no; exit 2 ;;
 esac
+case $os in
+  Linux | Darwin) uname -r ;;
+  Windows) os=windows ;;
+esac
 { echo a; } >> out
 @test "name: a; b" {
   if ! command -v kwctl >/dev/null; then skip "no kwctl's"; fi
@@ -592,8 +622,8 @@ esac
     assert_eq!(
         commands(script),
         [
-            "setup", "cd", "foo", "$entry", "echo", "curl", "echo", "exit", "echo", "command",
-            "skip", "openssl", "bar", "baz", "dirname", "sed",
+            "setup", "cd", "foo", "$entry", "echo", "curl", "echo", "exit", "uname", "echo",
+            "command", "skip", "openssl", "bar", "baz", "dirname", "sed",
         ]
     );
     assert_eq!(functions(script), BTreeSet::from(["setup".to_string()]));

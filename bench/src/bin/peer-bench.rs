@@ -142,10 +142,18 @@ fn root() -> PathBuf {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Tool {
-    /// On every core.
+    /// On every core, the compiled module read from its cache.
     Check,
-    /// On one core (`-j 1`).
+    /// On every core, the cache emptied first: the module compiled, then
+    /// kept.
+    CheckCold,
+    /// On one core (`-j 1`), the module from its cache.
     CheckOne,
+    /// `policy-runner test` on the three objects' suite, the module from
+    /// its cache.
+    Test,
+    /// The same, the cache emptied first.
+    TestCold,
     Kyverno,
     Gator,
     Conftest,
@@ -153,9 +161,12 @@ enum Tool {
 }
 
 impl Tool {
-    const ALL: [Tool; 6] = [
+    const ALL: [Tool; 9] = [
         Tool::Check,
+        Tool::CheckCold,
         Tool::CheckOne,
+        Tool::Test,
+        Tool::TestCold,
         Tool::Kyverno,
         Tool::Gator,
         Tool::Conftest,
@@ -165,7 +176,10 @@ impl Tool {
     fn name(self) -> &'static str {
         match self {
             Tool::Check => "policy-runner check",
+            Tool::CheckCold => "policy-runner check, cold cache",
             Tool::CheckOne => "policy-runner check -j 1",
+            Tool::Test => "policy-runner test",
+            Tool::TestCold => "policy-runner test, cold cache",
             Tool::Kyverno => "kyverno apply",
             Tool::Gator => "gator test",
             Tool::Conftest => "conftest test",
@@ -176,7 +190,9 @@ impl Tool {
     fn program(self) -> PathBuf {
         let root = root();
         match self {
-            Tool::Check | Tool::CheckOne => root.join("target/release/policy-runner"),
+            Tool::Check | Tool::CheckCold | Tool::CheckOne | Tool::Test | Tool::TestCold => {
+                root.join("target/release/policy-runner")
+            }
             Tool::Kyverno => root.join("target/peers/bin/kubectl-kyverno"),
             Tool::Gator => root.join("target/peers/bin/gator"),
             Tool::Conftest => root.join("target/peers/bin/conftest"),
@@ -188,7 +204,15 @@ impl Tool {
         let peers = root().join("bench/peers");
         let mut command = Command::new(self.program());
         match self {
-            Tool::Check | Tool::CheckOne => command
+            Tool::Test | Tool::TestCold => command
+                .arg("--cache-dir")
+                .arg(self.cache())
+                .arg("test")
+                .args(["--output", "json"])
+                .arg(three().join("suite.yaml")),
+            Tool::Check | Tool::CheckCold | Tool::CheckOne => command
+                .arg("--cache-dir")
+                .arg(self.cache())
                 .arg("check")
                 .args(match self {
                     Tool::CheckOne => &["-j", "1"][..],
@@ -223,6 +247,31 @@ impl Tool {
         command
     }
 
+    /// Where the runner keeps its compiled module: one directory for the
+    /// warm runs, filled before they are timed, one emptied before each
+    /// cold run.
+    fn cache(self) -> PathBuf {
+        let peers = root().join("target/peers");
+        match self {
+            Tool::CheckCold | Tool::TestCold => peers.join("cache-cold"),
+            _ => peers.join("cache"),
+        }
+    }
+
+    fn cold(self) -> bool {
+        matches!(self, Tool::CheckCold | Tool::TestCold)
+    }
+
+    /// The cold runs and `test` matter where a run is mostly its start: on
+    /// the small inputs; `test` has a suite for the three objects only.
+    fn times(self, input: &Input) -> bool {
+        match self {
+            Tool::Test | Tool::TestCold => input.path == three().join("objects.yaml"),
+            Tool::CheckCold => input.small,
+            _ => true,
+        }
+    }
+
     /// What the tool judged and rejected, from what it printed; `in_scope`
     /// stands for what it judged where it reports only what fails.
     fn verdicts(self, output: &str, in_scope: &BTreeSet<String>) -> Result<Verdicts, String> {
@@ -233,7 +282,16 @@ impl Tool {
         };
         let mut verdicts = Verdicts::default();
         match self {
-            Tool::Check | Tool::CheckOne => {
+            Tool::Test | Tool::TestCold => {
+                for result in json(output)?["results"].as_array().into_iter().flatten() {
+                    let id = result["object"].as_str().unwrap_or_default().to_string();
+                    if result["got"] == "fail" {
+                        verdicts.rejected.insert(id.clone());
+                    }
+                    verdicts.judged.insert(id);
+                }
+            }
+            Tool::Check | Tool::CheckCold | Tool::CheckOne => {
                 for result in json(output)?["results"].as_array().into_iter().flatten() {
                     let id = result["object"].as_str().unwrap_or_default().to_string();
                     let derived = result["derivedFrom"]
@@ -389,22 +447,37 @@ fn measure(mut command: Command, out: &Path) -> Result<Measured, String> {
 struct Input {
     name: String,
     path: PathBuf,
+    /// A run on it is mostly the tools' start.
+    small: bool,
+}
+
+/// The three objects a pre-commit hook might see, and their suite.
+fn three() -> PathBuf {
+    root().join("bench/peers/three")
 }
 
 fn inputs(options: &Options) -> Result<Vec<Input>, String> {
     let root = root();
     let mut inputs = vec![
         Input {
+            name: "three objects".to_string(),
+            path: three().join("objects.yaml"),
+            small: true,
+        },
+        Input {
             name: "examples/".to_string(),
             path: root.join("examples/manifests"),
+            small: true,
         },
         Input {
             name: "differences/".to_string(),
             path: root.join("bench/peers/differences"),
+            small: false,
         },
         Input {
             name: "kube-prometheus manifests/".to_string(),
             path: root.join("bench/peers/kube-prometheus"),
+            small: false,
         },
     ];
     let dir = root.join("target/peers/inputs");
@@ -426,6 +499,7 @@ fn inputs(options: &Options) -> Result<Vec<Input>, String> {
         inputs.push(Input {
             name: format!("dump of {objects} objects"),
             path,
+            small: false,
         });
     }
     if let Some(only) = &options.only {
@@ -478,10 +552,23 @@ fn run(args: &[String]) -> Result<(), String> {
     if !tools.contains(&Tool::Check) {
         return Err("target/release/policy-runner is missing: run `make bench-peers`".into());
     }
+    // The warm runs' cache, filled once, untimed.
+    let _ = std::fs::remove_dir_all(Tool::Check.cache());
+    let warmed = Tool::Check
+        .command(&three().join("objects.yaml"))
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| e.to_string())?;
+    if warmed.code() != Some(1) {
+        return Err(format!(
+            "policy-runner check on the three objects: {warmed}"
+        ));
+    }
     let out = root().join("target/peers/out");
     std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
     let mut report = String::new();
     let mut disagreements = String::new();
+    let mut starts = String::new();
     let _ = writeln!(
         report,
         "| input | tool | wall (median of {}) | peak RSS | ×reading floor, time | ×reading floor, memory | objects judged | rejected | derived judged (rejected) |\n|---|---|---|---|---|---|---|---|---|",
@@ -500,6 +587,12 @@ fn run(args: &[String]) -> Result<(), String> {
             // Interleaved, and each run starts with another tool.
             for i in 0..tools.len() {
                 let tool = tools[(i + run) % tools.len()];
+                if !tool.times(input) {
+                    continue;
+                }
+                if tool.cold() {
+                    let _ = std::fs::remove_dir_all(tool.cache());
+                }
                 let file = out.join(format!("{index}-{tool:?}.json").to_lowercase());
                 let measured = measure(tool.command(&input.path), &file)?;
                 eprintln!(
@@ -564,7 +657,7 @@ fn run(args: &[String]) -> Result<(), String> {
                         _ => v.judged.len().to_string(),
                     };
                     let derived = match tool {
-                        Tool::Check | Tool::CheckOne => {
+                        Tool::Check | Tool::CheckCold | Tool::CheckOne => {
                             format!("{} ({})", v.derived, v.derived_rejected)
                         }
                         _ => "–".to_string(),
@@ -590,6 +683,20 @@ fn run(args: &[String]) -> Result<(), String> {
                 rejected,
                 derived
             );
+        }
+        // Where a run is mostly its start, each of ours against conftest.
+        if let (true, Some((conftest, _))) = (input.small, median(Tool::Conftest)) {
+            for tool in [Tool::Check, Tool::CheckCold, Tool::Test, Tool::TestCold] {
+                if let Some((seconds, _)) = median(tool) {
+                    let _ = writeln!(
+                        starts,
+                        "- {}: {} {seconds:.3} s, {:.1}× conftest's {conftest:.3} s",
+                        input.name,
+                        tool.name(),
+                        seconds / conftest
+                    );
+                }
+            }
         }
         // The objects every tool judges, and where their verdicts differ.
         let mut all: Option<BTreeSet<String>> = None;
@@ -639,7 +746,7 @@ fn run(args: &[String]) -> Result<(), String> {
         }
     }
     let text = format!(
-        "{report}\nEach peak includes up to {} MiB that the measuring process held when it started the tool.\n\n{disagreements}",
+        "{report}\nEach peak includes up to {} MiB that the measuring process held when it started the tool.\n\n{starts}\n{disagreements}",
         own_peak / 1024 + 1
     );
     std::fs::write(root().join("target/peers/report.md"), &text).map_err(|e| e.to_string())?;
