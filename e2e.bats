@@ -386,6 +386,10 @@ runner_check() {
   POLICY_RUNNER_CACHE_DIR="$BATS_TEST_TMPDIR/none" runner_check --no-cache --policy examples/cluster-admission-policy.yaml examples/
   [ "$output" = "$first" ]
   [ ! -e "$BATS_TEST_TMPDIR/none" ]
+  # By default, in the user's cache directory.
+  XDG_CACHE_HOME="$BATS_TEST_TMPDIR/home-cache" runner_check --policy examples/cluster-admission-policy.yaml examples/
+  [ "$output" = "$first" ]
+  [ -d "$BATS_TEST_TMPDIR/home-cache/policy-runner/modules" ]
   printf 'a file' > "$BATS_TEST_TMPDIR/file"
   runner_check --cache-dir "$BATS_TEST_TMPDIR/file/cache" --policy examples/cluster-admission-policy.yaml examples/
   [ "$status" -eq 2 ]

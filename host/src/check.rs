@@ -262,6 +262,10 @@ fn keeping(e: io::Error) -> String {
 /// worker busy, few enough that what waits is small.
 const BATCH: usize = 256;
 
+/// The fewest objects a worker takes of a batch: judging one takes
+/// microseconds, making a worker's instance of the module milliseconds.
+const PER_WORKER: usize = 8;
+
 impl Checker {
     /// Instantiates `compiled` and validates the policy's settings (every
     /// member's, for a group), as policy-server does at start-up.
@@ -344,10 +348,12 @@ impl Checker {
             if batch.is_empty() {
                 break;
             }
-            // Each object parsed back, and judged, on a worker.
+            // Each object parsed back, and judged, on a worker; a few
+            // objects on one, which alone makes an instance of the module.
             let parts: Vec<Result<Part, String>> = workers.install(|| {
                 batch
                     .into_par_iter()
+                    .with_min_len(PER_WORKER)
                     .map(|spilled| {
                         let object = spilled.object().map_err(spilling)?;
                         self.judge_manifest(
