@@ -706,14 +706,21 @@ fn the_action_uses_its_own_scripts_and_what_the_release_attaches() {
     assert!(
         release.contains("cosign sign-blob --yes --bundle \"$file.bundle.sigstore\" \"$file\"")
     );
+    // Each file once: the binaries, the module, SHA256SUMS and every
+    // bundle (the runners' glob matches their bundles too).
     for file in [
-        "policy-runner-*",
-        "./*.bundle.sigstore",
-        "SHA256SUMS",
-        "annotated-policy.wasm",
+        "files=(policy.wasm annotated-policy.wasm SHA256SUMS ./*.bundle.sigstore)",
+        "for file in policy-runner-*; do",
+        "*.bundle.sigstore) ;;",
+        "*) files+=(\"$file\") ;;",
     ] {
-        assert!(attached.contains(file), "the release attaches {file}");
+        assert!(release.contains(file), "the release attaches {file}");
     }
+    assert!(
+        attached
+            .trim_start()
+            .starts_with("\"$TAG\" \"${files[@]}\"")
+    );
 }
 
 /// Every platform a release carries: GitHub's RUNNER_OS and RUNNER_ARCH
