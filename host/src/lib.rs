@@ -9,7 +9,7 @@ pub mod serve;
 pub mod suite;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -147,12 +147,6 @@ pub fn keep_compiled_modules(directory: Option<&Path>) -> Result<(), String> {
     };
     let set = MODULE_CACHE.set(cache);
     set.map_err(|_| "where compiled modules are kept is set once".to_string())
-}
-
-/// The directory [`keep_compiled_modules`] keeps them in, if any.
-pub fn compiled_modules_kept_in() -> Option<PathBuf> {
-    let cache = MODULE_CACHE.get()?.as_ref()?;
-    Some(cache.directory().clone())
 }
 
 /// wasmtime's defaults, as policy-server uses; `POLICY_HOST_PROFILER=jitdump`

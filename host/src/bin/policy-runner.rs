@@ -254,7 +254,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// The settings given, if any.
 /// Compiled modules kept where the command line says, or else in the
 /// user's cache directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux,
 /// `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows). Where that
@@ -281,6 +280,7 @@ fn keep_compiled_modules(cli: &Cli) -> Result<(), String> {
     Ok(())
 }
 
+/// The settings given, if any.
 fn settings(args: &SettingsArgs) -> Result<Option<Value>, String> {
     match (&args.settings_json, &args.settings_path) {
         (Some(json), _) => serde_json::from_str::<Value>(json)
