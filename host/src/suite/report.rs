@@ -100,11 +100,24 @@ pub fn table_for(outcome: &Outcome, fail_only: bool, width: Option<u16>, colour:
             true => REASON_AT_LEAST.max(reason_word),
             false => 0,
         };
-        let reason_width = match width {
-            None => Some(usize::MAX),
+        // Side by side, the reason wrapped to what the names leave it
+        // (`None`: not at all), or stacked beside what was expected and got.
+        enum Layout {
+            Columns(Option<usize>),
+            Stacked(usize),
+        }
+        let layout = match width.map(usize::from) {
+            None => Layout::Columns(None),
             Some(width) => {
-                let left = usize::from(width).saturating_sub(names + 2 * usize::from(reasons));
-                (left >= need).then_some(left)
+                let left = width.saturating_sub(names + 2 * usize::from(reasons));
+                match left >= need {
+                    true => Layout::Columns(Some(left)),
+                    false => Layout::Stacked(
+                        width
+                            .saturating_sub(widest[4] + widest[5] + 6)
+                            .max(REASON_AT_LEAST),
+                    ),
+                }
             }
         };
         let mut table = Table::new();
@@ -119,12 +132,11 @@ pub fn table_for(outcome: &Outcome, fail_only: bool, width: Option<u16>, colour:
             true => Color::Green,
             false => Color::Red,
         };
-        match reason_width {
-            Some(reason_width) => {
+        match layout {
+            Layout::Columns(reason_width) => {
                 let header = NAMES.iter().chain(reasons.then_some(&"REASON"));
                 table.set_header(header);
-                for (row, names, reason) in &rows {
-                    let [test, policy, object, request, expected, got] = names.clone();
+                for (row, [test, policy, object, request, expected, got], reason) in rows {
                     let mut cells = vec![
                         Cell::new(test),
                         Cell::new(policy),
@@ -135,22 +147,17 @@ pub fn table_for(outcome: &Outcome, fail_only: bool, width: Option<u16>, colour:
                     ];
                     if reasons {
                         cells.push(Cell::new(match reason_width {
-                            usize::MAX => reason.to_string(),
-                            at => wrap(reason, at),
+                            None => reason.to_string(),
+                            Some(at) => wrap(reason, at),
                         }));
                     }
                     table.add_row(cells);
                 }
             }
-            None => {
+            Layout::Stacked(text) => {
                 // Each name on a line of its own, the reason under them.
-                let width = usize::from(width.unwrap_or(u16::MAX));
-                let text = width
-                    .saturating_sub(widest[4] + widest[5] + 6)
-                    .max(REASON_AT_LEAST);
                 table.set_header(["EXPECTED", "GOT", STACKED]);
-                for (row, names, reason) in &rows {
-                    let [test, policy, object, request, expected, got] = names.clone();
+                for (row, [test, policy, object, request, expected, got], reason) in rows {
                     let mut lines = vec![test];
                     lines.extend([policy, object, request].map(|name| format!("  {name}")));
                     if !reason.is_empty() {

@@ -155,41 +155,37 @@ fn structure(line: &str) -> String {
 /// its annotations or labels.
 pub fn in_metadata(object: &Value) -> Option<Template> {
     let metadata = object.get("metadata")?.as_object()?;
-    let names = ["name", "generateName", "namespace"]
-        .into_iter()
-        .filter_map(|field| {
-            let text = metadata.get(field)?.as_str()?;
-            Some((format!("metadata.{field}"), text))
-        });
-    let keys = ["annotations", "labels"].into_iter().flat_map(|field| {
-        metadata
-            .get(field)
-            .and_then(Value::as_object)
-            .into_iter()
-            .flat_map(move |map| {
-                map.keys()
-                    .map(move |key| (format!("metadata.{field}"), key.as_str()))
-            })
+    let names = [
+        ("name", "metadata.name"),
+        ("generateName", "metadata.generateName"),
+        ("namespace", "metadata.namespace"),
+    ]
+    .into_iter()
+    .filter_map(|(field, at)| Some((at, metadata.get(field)?.as_str()?)));
+    let map = |field: &str| metadata.get(field).and_then(Value::as_object).into_iter();
+    let keys = [
+        ("annotations", "metadata.annotations"),
+        ("labels", "metadata.labels"),
+    ]
+    .into_iter()
+    .flat_map(move |(field, at)| {
+        map(field).flat_map(move |m| m.keys().map(move |k| (at, k.as_str())))
     });
     // A label's value takes no braces either (an annotation's may hold
     // anything).
-    let label_values = metadata
-        .get("labels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flat_map(|labels| {
-            labels
-                .values()
-                .filter_map(|value| Some(("metadata.labels".to_string(), value.as_str()?)))
-        });
+    let label_values = map("labels").flat_map(|labels| {
+        labels
+            .values()
+            .filter_map(|v| Some(("metadata.labels", v.as_str()?)))
+    });
     names
         .chain(keys)
         .chain(label_values)
-        .find_map(|(field, text)| {
+        .find_map(|(at, text)| {
             let (renderer, _) = syntax(text)?;
             Some(Template {
                 renderer,
-                at: format!("in `{field}`"),
+                at: format!("in `{at}`"),
             })
         })
 }
