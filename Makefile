@@ -3,7 +3,7 @@
 TARGET := wasm32-wasip1
 # .cargo/config.toml sets the module's target features (simd128): a change
 # to it is a change to the module.
-SOURCES := $(shell find src -name '*.rs') Cargo.toml Cargo.lock .cargo/config.toml
+SOURCES := $(shell find src core/src -name '*.rs') core/Cargo.toml Cargo.toml Cargo.lock .cargo/config.toml
 MODULE := target/$(TARGET)/release/annotations_policy.wasm
 # The runner `make run` builds: Cargo.toml's `quick` profile, quick to build.
 QUICK_RUNNER := target/quick/policy-runner

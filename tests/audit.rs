@@ -12,9 +12,9 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use annotations_policy::settings::Field;
 use common::recorded::{recommended, recommended_settings, recordings, releases, with};
 use common::{policy, validate};
+use policy_core::settings::Field;
 use serde_json::Value;
 
 fn audit(object: &Value) -> String {

@@ -13,9 +13,9 @@ mod common;
 
 use std::path::PathBuf;
 
-use annotations_policy::settings::Field;
 use common::recorded::{recommended_settings, with};
 use common::{policy, root, validate};
+use policy_core::settings::Field;
 use serde_json::Value;
 
 /// The README's recommended settings for workloads

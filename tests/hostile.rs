@@ -212,7 +212,7 @@ fn hostile_inputs_get_a_verdict_never_a_trap() {
             Expect::Rejected(fragment) => {
                 assert!(!verdict.accepted, "{}", case.name);
                 assert!(
-                    message.len() < annotations_policy::message::MAX_MESSAGE,
+                    message.len() < policy_core::message::MAX_MESSAGE,
                     "{}: a message of {} bytes",
                     case.name,
                     message.len()

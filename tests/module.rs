@@ -3,8 +3,8 @@
 
 mod common;
 
-use annotations_policy::criterion::Criterion;
 use common::{pod_request, policy, read_test_data, settings, validate};
+use policy_core::criterion::Criterion;
 use policy_host::HostError;
 
 #[test]

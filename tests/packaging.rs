@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use annotations_policy::bookkeeping;
-use annotations_policy::criterion::Criterion;
-use annotations_policy::settings::Field;
+use policy_core::bookkeeping;
+use policy_core::criterion::Criterion;
+use policy_core::settings::Field;
 use yaml_serde::{Mapping, Value};
 
 fn path(file: &str) -> PathBuf {
@@ -38,13 +38,16 @@ fn annotation<'a>(metadata: &'a Value, key: &str) -> &'a str {
 
 #[test]
 fn one_version_number_everywhere() {
-    // `policy-runner --version`, released beside the module.
-    let host = text("host/Cargo.toml");
-    let host = host
-        .lines()
-        .find_map(|line| line.strip_prefix("version = "))
-        .expect("host/Cargo.toml has a version");
-    assert_eq!(host, format!("\"{VERSION}\""), "host/Cargo.toml");
+    // `policy-runner --version`, released beside the module, and the
+    // decision both are built from.
+    for manifest in ["host/Cargo.toml", "core/Cargo.toml"] {
+        let text = text(manifest);
+        let version = text
+            .lines()
+            .find_map(|line| line.strip_prefix("version = "))
+            .unwrap_or_else(|| panic!("{manifest} has a version"));
+        assert_eq!(version, format!("\"{VERSION}\""), "{manifest}");
+    }
     let metadata = yaml("metadata.yml");
     assert_eq!(
         annotation(&metadata, "io.kubewarden.policy.version"),

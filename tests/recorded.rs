@@ -9,12 +9,12 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use annotations_policy::settings::Field;
 use common::recorded::{
     ADMIN, Recording, recommended, recommended_settings, recorded_reviews, recordings, releases,
     with,
 };
 use common::{policy, root, validate};
+use policy_core::settings::Field;
 use policy_host::check::policies::Policy;
 use serde_json::Value;
 

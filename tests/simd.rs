@@ -13,10 +13,10 @@
 mod common;
 // Its `damaged` only: the module's own tests use the rest.
 #[allow(dead_code)]
-#[path = "../src/test_support.rs"]
+#[path = "../core/src/test_support.rs"]
 mod test_support;
 
-use annotations_policy::decide;
+use policy_core::decide;
 use policy_host::validate_payload;
 use proptest::prelude::*;
 use test_support::damaged;

@@ -5,7 +5,7 @@
 //! read alike too.
 #![no_main]
 
-use annotations_policy::request::{decode_object, reference};
+use policy_core::request::{decode_object, reference};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|payload: &[u8]| {

@@ -3,7 +3,7 @@
 //! patterns over a small alphabet, so that pieces recur and overlap.
 #![no_main]
 
-use annotations_policy::pattern::{Pattern, oracle};
+use policy_core::pattern::{Pattern, oracle};
 use libfuzzer_sys::fuzz_target;
 
 /// Bytes mapped onto `a`, `b`, `/` and `*` (only in the pattern).

@@ -2,8 +2,8 @@
 //! accepted is normalised and made of valid annotation keys and patterns only.
 #![no_main]
 
-use annotations_policy::pattern;
-use annotations_policy::settings::Settings;
+use policy_core::pattern;
+use policy_core::settings::Settings;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|json: &[u8]| {

@@ -8,11 +8,11 @@
 
 use std::collections::BTreeSet;
 
-use annotations_policy::bookkeeping::Bookkeeping;
-use annotations_policy::criterion::Criterion;
-use annotations_policy::evaluator::oracle;
-use annotations_policy::message::{Subject, rejection};
-use annotations_policy::provenance::oracle::Sender;
+use policy_core::bookkeeping::Bookkeeping;
+use policy_core::criterion::Criterion;
+use policy_core::evaluator::oracle;
+use policy_core::message::{Subject, rejection};
+use policy_core::provenance::oracle::Sender;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};
@@ -138,14 +138,14 @@ fuzz_target!(|case: Case| {
         // The Pods drawn here name no owner and no node.
         made_by: None,
     };
-    let verdict = annotations_policy::decide(payload.to_string().as_bytes());
+    let verdict = policy_core::decide(payload.to_string().as_bytes());
     if case.operation == Operation::Delete {
         assert_eq!(verdict, Ok(()));
         return;
     }
     let settings_valid = !v.is_empty()
         && v.iter()
-            .all(|value| annotations_policy::pattern::check(value).is_ok());
+            .all(|value| policy_core::pattern::check(value).is_ok());
     if !settings_valid {
         assert!(verdict.unwrap_err().starts_with("invalid settings"));
         return;

@@ -5,11 +5,11 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|payload: &[u8]| {
-    let answer = match annotations_policy::decide(payload) {
-        Ok(()) => annotations_policy::response::accept(),
+    let answer = match policy_core::decide(payload) {
+        Ok(()) => policy_core::response::accept(),
         Err(message) => {
             assert!(!message.is_empty());
-            annotations_policy::response::reject(&message)
+            policy_core::response::reject(&message)
         }
     };
     let answer: serde_json::Value = serde_json::from_slice(&answer).expect("answer is JSON");

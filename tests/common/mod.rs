@@ -30,9 +30,15 @@ fn newest_source() -> SystemTime {
     }
     let mut newest = SystemTime::UNIX_EPOCH;
     walk(&root().join("src"), &mut newest);
+    walk(&root().join("core/src"), &mut newest);
     // The same inputs as the Makefile's SOURCES: `.cargo/config.toml` sets
     // the module's target features.
-    for file in ["Cargo.toml", "Cargo.lock", ".cargo/config.toml"] {
+    for file in [
+        "Cargo.toml",
+        "core/Cargo.toml",
+        "Cargo.lock",
+        ".cargo/config.toml",
+    ] {
         let modified = root().join(file).metadata().and_then(|m| m.modified());
         newest = newest.max(modified.expect(file));
     }

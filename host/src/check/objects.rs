@@ -27,8 +27,8 @@
 //! `host/tests/derived.rs` holds these objects to it, and cluster/run holds
 //! `check` to the objects a real cluster's controllers make.
 
-use annotations_policy::bookkeeping;
-use annotations_policy::provenance::CONTROLLER_ACCOUNT;
+use policy_core::bookkeeping;
+use policy_core::provenance::CONTROLLER_ACCOUNT;
 use serde_json::{Map, Value, json};
 
 mod admission;

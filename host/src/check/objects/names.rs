@@ -138,7 +138,7 @@ pub fn name_refusal(group: &str, kind: &str, object: &Value) -> Option<String> {
 /// policy's own rule) and `ValidateLabels` (`IsQualifiedName` of the key as
 /// it is, `IsValidLabelValue`).
 pub fn key_refusal(field: &str, key: &str, value: &str) -> Option<String> {
-    use annotations_policy::annotation_key;
+    use policy_core::annotation_key;
     let key_error = annotation_key::check(key)
         .err()
         .map(|e| e.to_string())
