@@ -44,6 +44,9 @@ pub enum Writer {
 /// and sends it as the controller does, from `CONTROLLERS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Controller {
+    /// Which one it is: the host says how each derives its objects in one
+    /// exhaustive `match` on this, so that this table stays the only one.
+    pub id: ControllerId,
     /// The service account it acts as in `kube-system`
     /// (kube-controller-manager's `--use-service-account-credentials`,
     /// kubeadm's default; the names of Kubernetes' bootstrap RBAC policy,
@@ -56,24 +59,49 @@ pub struct Controller {
     pub makes: &'static [&'static str],
 }
 
+/// The controllers of `CONTROLLERS`, one each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControllerId {
+    Deployment,
+    ReplicaSet,
+    Replication,
+    DaemonSet,
+    StatefulSet,
+    Job,
+    CronJob,
+}
+
 pub const DEPLOYMENT_CONTROLLER: Controller = controller(
+    ControllerId::Deployment,
     "deployment-controller",
     "apps",
     "Deployment",
     &["ReplicaSet"],
 );
-pub const REPLICASET_CONTROLLER: Controller =
-    controller("replicaset-controller", "apps", "ReplicaSet", &["Pod"]);
+pub const REPLICASET_CONTROLLER: Controller = controller(
+    ControllerId::ReplicaSet,
+    "replicaset-controller",
+    "apps",
+    "ReplicaSet",
+    &["Pod"],
+);
 pub const REPLICATION_CONTROLLER: Controller = controller(
+    ControllerId::Replication,
     "replication-controller",
     "",
     "ReplicationController",
     &["Pod"],
 );
-pub const DAEMON_SET_CONTROLLER: Controller =
-    controller("daemon-set-controller", "apps", "DaemonSet", &["Pod"]);
+pub const DAEMON_SET_CONTROLLER: Controller = controller(
+    ControllerId::DaemonSet,
+    "daemon-set-controller",
+    "apps",
+    "DaemonSet",
+    &["Pod"],
+);
 /// A Pod's claims (its `volumeClaimTemplates`), then the Pod.
 pub const STATEFULSET_CONTROLLER: Controller = controller(
+    ControllerId::StatefulSet,
     "statefulset-controller",
     "apps",
     "StatefulSet",
@@ -81,13 +109,23 @@ pub const STATEFULSET_CONTROLLER: Controller = controller(
 );
 /// The job controller: a Job's Pods (`pkg/controller/job`), each made with
 /// the Job as its controller owner.
-pub const JOB_CONTROLLER: Controller = controller("job-controller", "batch", "Job", &["Pod"]);
-pub const CRONJOB_CONTROLLER: Controller =
-    controller("cronjob-controller", "batch", "CronJob", &["Job"]);
+pub const JOB_CONTROLLER: Controller = controller(
+    ControllerId::Job,
+    "job-controller",
+    "batch",
+    "Job",
+    &["Pod"],
+);
+pub const CRONJOB_CONTROLLER: Controller = controller(
+    ControllerId::CronJob,
+    "cronjob-controller",
+    "batch",
+    "CronJob",
+    &["Job"],
+);
 
 /// Every controller whose objects `check` derives, one row each: the one
-/// table of who each is and what it makes, which host's `CONTROLLERS`
-/// follows row by row.
+/// table of who each is and what it makes, which the host reads as it is.
 pub const CONTROLLERS: [Controller; 7] = [
     DEPLOYMENT_CONTROLLER,
     REPLICASET_CONTROLLER,
@@ -99,12 +137,14 @@ pub const CONTROLLERS: [Controller; 7] = [
 ];
 
 const fn controller(
+    id: ControllerId,
     account: &'static str,
     group: &'static str,
     kind: &'static str,
     makes: &'static [&'static str],
 ) -> Controller {
     Controller {
+        id,
         account,
         owner: Kind { group, kind },
         makes,
@@ -397,6 +437,9 @@ mod tests {
         let owners = CONTROLLERS.map(|c| c.owner.kind).to_vec();
         assert_eq!(distinct(accounts), CONTROLLERS.len());
         assert_eq!(distinct(owners), CONTROLLERS.len());
+        let ids: std::collections::BTreeSet<String> =
+            CONTROLLERS.map(|c| format!("{:?}", c.id)).into();
+        assert_eq!(ids.len(), CONTROLLERS.len());
         assert!(CONTROLLERS.contains(&JOB_CONTROLLER));
     }
 

@@ -27,8 +27,7 @@
 //! `host/tests/derived.rs` holds these objects to it, and cluster/run holds
 //! `check` to the objects a real cluster's controllers make.
 
-use policy_core::bookkeeping;
-use policy_core::provenance::CONTROLLER_ACCOUNT;
+use policy_core::bookkeeping::{self, ControllerId};
 use serde_json::{Map, Value, json};
 
 mod admission;
@@ -55,18 +54,15 @@ pub struct Candidate {
     /// an object of the input itself.
     pub derived_from: Vec<String>,
     /// The controller that creates it; `None` for an object of the input.
-    pub made_by: Option<&'static Controller>,
+    pub made_by: Option<&'static bookkeeping::Controller>,
 }
 
-/// A controller of kube-controller-manager that creates objects from the
-/// objects it owns.
-#[derive(Debug)]
-pub struct Controller {
-    /// Who it is (its service account), the kind of object it makes others
-    /// from and the kinds it makes: the policy's row, so that the requests
-    /// `check` sends as a controller and the keys the policy lets that
-    /// controller write name the same one.
-    pub identity: &'static bookkeeping::Controller,
+/// How a controller derives objects from one it owns. Who it is and what it
+/// owns and makes is its row in the policy's table
+/// (`bookkeeping::CONTROLLERS`), the one table of controllers: so that the
+/// requests `check` sends as a controller and the keys the policy lets that
+/// controller write name the same one.
+struct Derives {
     /// What an object of the kind it owns must hold for the API server to
     /// take it.
     requires: Requires,
@@ -78,127 +74,85 @@ pub struct Controller {
     makes: fn(&Value) -> Vec<Value>,
 }
 
-impl Controller {
-    /// The kind of object it makes others from.
-    pub fn owns(&self) -> &'static str {
-        self.identity.owner.kind
-    }
-
-    /// The `userInfo.username` of its requests.
-    pub fn username(&self) -> String {
-        format!("{CONTROLLER_ACCOUNT}{}", self.identity.account)
+/// How `controller` derives its objects: a row of the policy's table, each
+/// named here (a controller added there is a compile error here until it
+/// says how).
+fn derives(controller: &bookkeeping::Controller) -> Derives {
+    let requires = |selector, containers| Requires {
+        selector,
+        containers,
+    };
+    match controller.id {
+        ControllerId::Deployment => Derives {
+            requires: requires(true, TEMPLATE),
+            idle: |d| {
+                (d["spec"]["paused"] == true).then_some(
+                    "is paused (`spec.paused: true`): its controller makes no ReplicaSet until it \
+                     is resumed, so none is checked",
+                )
+            },
+            makes: |d| vec![deployment_replicaset(d)],
+        },
+        ControllerId::ReplicaSet => Derives {
+            requires: requires(true, TEMPLATE),
+            idle: |_| None,
+            makes: |rs| pods_if_scaled(rs, None),
+        },
+        ControllerId::Replication => Derives {
+            requires: requires(false, TEMPLATE),
+            idle: |_| None,
+            makes: |rc| pods_if_scaled(rc, None),
+        },
+        ControllerId::DaemonSet => Derives {
+            requires: requires(true, TEMPLATE),
+            idle: |_| None,
+            makes: |ds| vec![pod(ds, None)],
+        },
+        ControllerId::StatefulSet => Derives {
+            requires: requires(true, TEMPLATE),
+            idle: |_| None,
+            // Ordinal 0's claims, then its Pod, as the controller makes them.
+            makes: |sts| match replicas(sts) {
+                0 => vec![],
+                _ => {
+                    let mut made = statefulset_claims(sts, "0");
+                    made.push(pod(sts, Some("0")));
+                    made
+                }
+            },
+        },
+        ControllerId::Job => Derives {
+            requires: requires(false, TEMPLATE),
+            idle: |job| {
+                (job["spec"]["suspend"] == true).then_some(
+                    "is suspended (`spec.suspend: true`): its controller makes no Pod until it is \
+                     resumed, so none is checked",
+                )
+            },
+            makes: |job| match job["spec"]["parallelism"].as_u64().unwrap_or(1) {
+                0 => vec![],
+                _ => vec![pod(job, None)],
+            },
+        },
+        ControllerId::CronJob => Derives {
+            requires: requires(false, JOB_TEMPLATE),
+            idle: |cj| {
+                (cj["spec"]["suspend"] == true).then_some(
+                    "is suspended (`spec.suspend: true`): its controller makes no Job until it is \
+                     resumed, so none is checked",
+                )
+            },
+            makes: |cj| vec![cronjob_job(cj)],
+        },
     }
 }
-
-/// Every controller whose objects the check derives, one row each, in the
-/// order of the policy's table (`bookkeeping::CONTROLLERS`), whose rows
-/// they hold.
-pub static CONTROLLERS: [Controller; 7] = [
-    Controller {
-        identity: &bookkeeping::DEPLOYMENT_CONTROLLER,
-        requires: Requires {
-            api_version: "apps/v1",
-            selector: true,
-            containers: TEMPLATE,
-        },
-        idle: |d| {
-            (d["spec"]["paused"] == true).then_some(
-                "is paused (`spec.paused: true`): its controller makes no ReplicaSet until it \
-                 is resumed, so none is checked",
-            )
-        },
-        makes: |d| vec![deployment_replicaset(d)],
-    },
-    Controller {
-        identity: &bookkeeping::REPLICASET_CONTROLLER,
-        requires: Requires {
-            api_version: "apps/v1",
-            selector: true,
-            containers: TEMPLATE,
-        },
-        idle: |_| None,
-        makes: |rs| pods_if_scaled(rs, None),
-    },
-    Controller {
-        identity: &bookkeeping::REPLICATION_CONTROLLER,
-        requires: Requires {
-            api_version: "v1",
-            selector: false,
-            containers: TEMPLATE,
-        },
-        idle: |_| None,
-        makes: |rc| pods_if_scaled(rc, None),
-    },
-    Controller {
-        identity: &bookkeeping::DAEMON_SET_CONTROLLER,
-        requires: Requires {
-            api_version: "apps/v1",
-            selector: true,
-            containers: TEMPLATE,
-        },
-        idle: |_| None,
-        makes: |ds| vec![pod(ds, None)],
-    },
-    Controller {
-        identity: &bookkeeping::STATEFULSET_CONTROLLER,
-        requires: Requires {
-            api_version: "apps/v1",
-            selector: true,
-            containers: TEMPLATE,
-        },
-        idle: |_| None,
-        // Ordinal 0's claims, then its Pod, as the controller makes them.
-        makes: |sts| match replicas(sts) {
-            0 => vec![],
-            _ => {
-                let mut made = statefulset_claims(sts, "0");
-                made.push(pod(sts, Some("0")));
-                made
-            }
-        },
-    },
-    Controller {
-        identity: &bookkeeping::JOB_CONTROLLER,
-        requires: Requires {
-            api_version: "batch/v1",
-            selector: false,
-            containers: TEMPLATE,
-        },
-        idle: |job| {
-            (job["spec"]["suspend"] == true).then_some(
-                "is suspended (`spec.suspend: true`): its controller makes no Pod until it is \
-                 resumed, so none is checked",
-            )
-        },
-        makes: |job| match job["spec"]["parallelism"].as_u64().unwrap_or(1) {
-            0 => vec![],
-            _ => vec![pod(job, None)],
-        },
-    },
-    Controller {
-        identity: &bookkeeping::CRONJOB_CONTROLLER,
-        requires: Requires {
-            api_version: "batch/v1",
-            selector: false,
-            containers: JOB_TEMPLATE,
-        },
-        idle: |cj| {
-            (cj["spec"]["suspend"] == true).then_some(
-                "is suspended (`spec.suspend: true`): its controller makes no Job until it is \
-                 resumed, so none is checked",
-            )
-        },
-        makes: |cj| vec![cronjob_job(cj)],
-    },
-];
 
 /// What the API server requires of an object of one kind before it takes
 /// it (its validation, `pkg/apis/<group>/validation`): a kustomize patch
 /// lacks it, and would derive nothing real.
-#[derive(Debug)]
+/// Its schema is the `v1` of the kind's group.
+#[derive(Debug, Clone, Copy)]
 struct Requires {
-    /// The version whose schema says so.
-    api_version: &'static str,
     /// apps/v1 requires `spec.selector`.
     selector: bool,
     /// Where its (pod template's) containers are listed, of which it
@@ -218,7 +172,6 @@ const JOB_TEMPLATE: &[&str] = &[
 
 /// A Pod, which no controller of the table makes others from.
 const POD: Requires = Requires {
-    api_version: "v1",
     selector: false,
     containers: &["spec", "containers"],
 };
@@ -228,12 +181,18 @@ const POD: Requires = Requires {
 /// for.
 pub fn missing_required(object: &Value) -> Vec<String> {
     let kind = object["kind"].as_str().unwrap_or_default();
-    let requires = match controller_of(kind) {
-        Some(controller) => &controller.requires,
-        None if kind == "Pod" => &POD,
+    let (requires, group) = match controller_of(kind) {
+        Some(controller) => (derives(controller).requires, controller.owner.group),
+        None if kind == "Pod" => (POD, ""),
         None => return vec![],
     };
-    if object["apiVersion"] != requires.api_version {
+    // The `v1` of the kind's group, whose schema the rule is.
+    let v1 = match object["apiVersion"].as_str() {
+        Some("v1") => group.is_empty(),
+        Some(api_version) => api_version.strip_suffix("/v1") == Some(group) && !group.is_empty(),
+        None => false,
+    };
+    if !v1 {
         return vec![];
     }
     let mut missing = Vec::new();
@@ -257,12 +216,14 @@ pub fn missing_required(object: &Value) -> Vec<String> {
 /// paused or suspended.
 pub fn idle(object: &Value) -> Option<&'static str> {
     let controller = controller_of(object["kind"].as_str()?)?;
-    (controller.idle)(object)
+    (derives(controller).idle)(object)
 }
 
 /// The controller that makes objects from objects of `kind`, if any.
-fn controller_of(kind: &str) -> Option<&'static Controller> {
-    CONTROLLERS.iter().find(|c| c.owns() == kind)
+fn controller_of(kind: &str) -> Option<&'static bookkeeping::Controller> {
+    bookkeeping::CONTROLLERS
+        .iter()
+        .find(|c| c.owner.kind == kind)
 }
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -311,9 +272,10 @@ pub fn candidates(manifest: Value, admission: &Admission, owners: &Owners) -> Ve
             };
             let kind = parent.object["kind"].as_str().unwrap_or_default();
             if let Some(controller) = controller_of(kind)
-                && (controller.idle)(&parent.object).is_none()
+                && let derives = derives(controller)
+                && (derives.idle)(&parent.object).is_none()
             {
-                for child in (controller.makes)(&parent.object) {
+                for child in (derives.makes)(&parent.object) {
                     out.push(Candidate {
                         object: child,
                         derived_from: chain.clone(),
@@ -604,34 +566,27 @@ mod tests {
         assert_eq!(scaled(&Value::Null, 1, "25%"), 1);
     }
 
-    /// A row a controller of the policy's table, in its order, and each
-    /// row's API version in the group of the kind it owns.
-    #[test]
-    fn the_rows_are_the_policys_controllers() {
-        let identities: Vec<bookkeeping::Controller> =
-            CONTROLLERS.iter().map(|c| *c.identity).collect();
-        assert_eq!(identities, bookkeeping::CONTROLLERS);
-        for controller in &CONTROLLERS {
-            let (group, _) = group_version(controller.requires.api_version);
-            assert_eq!(
-                group,
-                controller.identity.owner.group,
-                "{}",
-                controller.owns()
-            );
-        }
-    }
-
     /// Every kind a controller makes objects from, and a Pod, is refused
     /// bare and taken whole, as its own API version defines it.
     #[test]
     fn what_each_kind_requires() {
-        let kinds = CONTROLLERS
+        let kinds = bookkeeping::CONTROLLERS
             .iter()
-            .map(|c| (c.owns(), &c.requires))
-            .chain([("Pod", &POD)]);
-        for (kind, requires) in kinds {
-            let bare = json!({"apiVersion": requires.api_version, "kind": kind, "spec": {}});
+            .map(|c| (c.owner, derives(c).requires))
+            .chain([(
+                policy_core::audit::Kind {
+                    group: "",
+                    kind: "Pod",
+                },
+                POD,
+            )]);
+        for (owner, requires) in kinds {
+            let kind = owner.kind;
+            let api_version = match owner.group {
+                "" => "v1".to_string(),
+                group => format!("{group}/v1"),
+            };
+            let bare = json!({"apiVersion": api_version, "kind": kind, "spec": {}});
             let mut missing = vec![format!(
                 "a container in `{}`",
                 requires.containers.join(".")

@@ -1,13 +1,16 @@
 //! The AdmissionRequest the API server sends a validating webhook (a
 //! `admission.k8s.io/v1` review's `request`), for `check` and `test`: an
 //! object of the input comes from a user, and each object made from the
-//! input from its controller's service account (`objects::CONTROLLERS`), so
+//! input from its controller's service account (`bookkeeping::CONTROLLERS`), so
 //! that keys only a controller writes count as Kubernetes' own there and
 //! nowhere else.
 
 use serde_json::{Value, json};
 
-use super::objects::{Addressed, Controller};
+use policy_core::bookkeeping::Controller;
+use policy_core::provenance::CONTROLLER_ACCOUNT;
+
+use super::objects::Addressed;
 
 /// Whoever applies the manifests when nobody is named. Any name but a
 /// node's or a controller's is judged alike; the policy judges a request
@@ -20,7 +23,7 @@ pub fn sender(made_by: Option<&Controller>) -> Value {
     match made_by {
         None => json!({"username": USER, "groups": ["system:authenticated"]}),
         Some(controller) => json!({
-            "username": controller.username(),
+            "username": format!("{CONTROLLER_ACCOUNT}{}", controller.account),
             "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
         }),
     }
