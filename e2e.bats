@@ -309,7 +309,7 @@ JUDGED=$(jq -c '.allowKubernetesBookkeeping = false' <<<"$ALLOWLIST")
 
 # The review Kubewarden's audit scanner sends for a stored object: a CREATE
 # with no sender and no old object, the Kind as its resource
-# (host/src/audit.rs builds the same, and cites the scanner's source).
+# (host/src/admission/audit.rs builds the same, and cites the scanner's source).
 audit_review() {
   jq '.request.object as $o | ($o.apiVersion | split("/")) as $v
     | (if ($v | length) == 2 then {group: $v[0], version: $v[1]} else {group: "", version: $v[0]} end) as $gv

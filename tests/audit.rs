@@ -4,7 +4,7 @@
 //! as recorded: every object passes but those made before the policy that
 //! break it. And each object the cluster admitted (the admission
 //! recordings), sent as the scanner would send it once stored
-//! (`policy_host::check::audit::request`: a CREATE with no sender and no old
+//! (`policy_host::admission::audit::request`: a CREATE with no sender and no old
 //! object), is judged as admission judged it; the audit cannot excuse an
 //! existing violation, so an object admitted only as one fails.
 
@@ -18,7 +18,7 @@ use policy_core::settings::Field;
 use serde_json::Value;
 
 fn audit(object: &Value) -> String {
-    policy_host::check::audit::request(object).to_string()
+    policy_host::admission::audit::request(object).to_string()
 }
 
 /// The same settings with existing violations not excused.

@@ -15,7 +15,7 @@ use common::recorded::{
 };
 use common::{policy, root, validate};
 use policy_core::settings::Field;
-use policy_host::check::policies::Policy;
+use policy_host::admission::Policy;
 use serde_json::Value;
 
 #[test]

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{pod_request, policy, read_test_data};
-use policy_host::check::policies::Policy;
+use policy_host::admission::Policy;
 use policy_host::group::Judging;
 use policy_host::serve::{Refusal, answer};
 use serde_json::{Value, json};

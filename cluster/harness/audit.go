@@ -72,7 +72,7 @@ func (h *harness) auditRules() ([][3]string, error) {
 // object, built as its newAdmissionRequest builds it
 // (internal/audit-scanner/scanner/admission_request.go): a CREATE of the
 // object as stored, with no userInfo (its zero value), no old object and the
-// Kind as its resource; host/src/audit.rs builds the same for check.
+// Kind as its resource; host/src/admission/audit.rs builds the same for check.
 func scannerReview(object map[string]any) map[string]any {
 	apiVersion, _ := object["apiVersion"].(string)
 	group, version := "", apiVersion

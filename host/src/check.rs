@@ -7,12 +7,9 @@
 //! rules, selectors and settings of the policy manifest given (`policies`),
 //! through the compiled module, compiled once.
 
-pub mod audit;
 pub mod manifests;
 pub mod objects;
-pub mod policies;
 pub mod report;
-pub mod request;
 mod rows;
 mod spill;
 
@@ -25,11 +22,12 @@ use std::path::PathBuf;
 use rayon::prelude::*;
 use serde_json::Value;
 
+use crate::admission::kinds::Addressed;
+use crate::admission::{Namespaces, Policy, Scope, audit, module_rules, request};
 use crate::group::Judging;
 use crate::{CompiledPolicy, Policy as Instance};
 use manifests::{Input, Source};
 use objects::{Admission, Candidate};
-use policies::{Policy, Scope};
 
 /// Where the policy to apply comes from.
 #[derive(Debug, Clone)]
@@ -104,7 +102,7 @@ impl Command {
                 Policy::from_manifest(manifest).map_err(|e| format!("{}: {e}", path.display()))?
             }
             PolicySource::Settings(settings) => {
-                let rules = policies::module_rules(&bytes).map_err(|e| format!("{module}: {e}"))?;
+                let rules = module_rules(&bytes).map_err(|e| format!("{module}: {e}"))?;
                 Policy::from_settings(settings.clone(), rules)
             }
         };
@@ -310,7 +308,7 @@ impl Checker {
         outcome.warnings.extend(self.policy.unaudited());
         let mut said: HashSet<String> = outcome.warnings.iter().cloned().collect();
         let mut owners = objects::Owners::default();
-        let mut namespaces = policies::Namespaces::new();
+        let mut namespaces = Namespaces::new();
         let spilling = |e: std::io::Error| format!("cannot keep the objects read on disk: {e}");
         let mut spill = spill::Spill::new().map_err(spilling)?;
         let mut identities = Identities::default();
@@ -392,7 +390,7 @@ impl Checker {
         source: &Source,
         admission: &Admission,
         owners: &objects::Owners,
-        namespaces: &policies::Namespaces,
+        namespaces: &Namespaces,
     ) -> Result<Part, String> {
         let mut part = Part::default();
         let idle = objects::idle(&object).filter(|_| admission.derive);
@@ -431,12 +429,12 @@ impl Checker {
         &self,
         candidate: Candidate,
         source: &Source,
-        namespaces: &policies::Namespaces,
+        namespaces: &Namespaces,
         instance: &Instance,
         outcome: &mut Part,
     ) -> Result<(), String> {
         let object = &candidate.object;
-        let addressed = objects::Addressed::of(object);
+        let addressed = Addressed::of(object);
         match self
             .policy
             .scope(object, None, "CREATE", &addressed, namespaces)

@@ -3,6 +3,7 @@
 //! payloads going in. Used by the integration tests, the local runner and the
 //! benchmark.
 
+pub mod admission;
 pub mod check;
 pub mod group;
 pub mod serve;

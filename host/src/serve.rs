@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::check::policies::Policy as Declared;
+use crate::admission::Policy as Declared;
 use crate::group::{Judged, Judging};
 use crate::{CompiledPolicy, Policy};
 

@@ -136,7 +136,7 @@ fn derived_objects_carry_the_keys_the_controllers_wrote() {
             let sent = recorded_request(expected);
             let controller = candidate.made_by.expect("a derived object has its maker");
             assert_eq!(
-                policy_host::check::request::sender(Some(controller))["username"],
+                policy_host::admission::request::sender(Some(controller))["username"],
                 sent["userInfo"]["username"],
                 "{from} -> {expected}: the controller's identity"
             );
@@ -371,8 +371,5 @@ fn a_statefulsets_claims_take_their_templates_annotations() {
         keys(&claim.object),
         BTreeSet::from(["example.com/backup".to_string()])
     );
-    assert_eq!(
-        claim.made_by.unwrap().account,
-        "statefulset-controller"
-    );
+    assert_eq!(claim.made_by.unwrap().account, "statefulset-controller");
 }

@@ -404,7 +404,7 @@ fn cases(settings: &[u8]) -> Vec<Case> {
         // node instead (0.4.0 rejects it unread).
         judged_by(
             "mirror pod, audited",
-            &policy_host::check::audit::request(&recorded(MIRROR_POD)["object"]),
+            &policy_host::admission::audit::request(&recorded(MIRROR_POD)["object"]),
             OWN_PREFIX_ALLOWLIST,
         ),
     ]

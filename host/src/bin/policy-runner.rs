@@ -385,7 +385,7 @@ fn run_test(args: TestArgs) -> Result<ExitCode, String> {
 }
 
 fn run_serve(args: ServeArgs) -> Result<ExitCode, String> {
-    use policy_host::check::policies::Policy;
+    use policy_host::admission::Policy;
     let policy = match &args.policy {
         Some(path) => Policy::from_manifest(&read_yaml(path)?)
             .map_err(|e| format!("{}: {e}", path.display()))?,
@@ -464,7 +464,7 @@ fn run_manifest(
 /// The settings of each policy a manifest declares, by member name (the
 /// policy's own name for a single policy).
 fn policy_settings(manifest: &Value) -> Result<Vec<(String, Value)>, String> {
-    use policy_host::check::policies::{Declared, manifest_name};
+    use policy_host::admission::{Declared, manifest_name};
     Ok(match Declared::read(manifest)? {
         Declared::Policy(settings) => vec![(manifest_name(manifest), settings)],
         Declared::Group(members) => members,

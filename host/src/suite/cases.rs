@@ -6,8 +6,9 @@ use serde_json::Value;
 use super::Outcome;
 use super::file::{Expected, Operation, TestFile, Verdict};
 use super::loaded::{Modules, Object, ReadyPolicy, Test, read_objects};
+use crate::admission::kinds::Addressed;
+use crate::admission::{Scope, audit, request};
 use crate::check::objects::{self, Admission};
-use crate::check::policies::Scope;
 use crate::group::Judging;
 
 /// One expected result for one object, and what came of it.
@@ -172,7 +173,7 @@ impl Test<'_> {
     ) -> Result<(Option<Verdict>, String), String> {
         let policy = &loaded.policy;
         let subject = &object.object;
-        let addressed = objects::Addressed::of(subject);
+        let addressed = Addressed::of(subject);
         let (group, version, resource) = (addressed.group, addressed.version, &addressed.resource);
         if expected.audit && !policy.audits(group, version, resource) {
             let why = policy.unaudited().unwrap_or_else(|| {
@@ -203,18 +204,18 @@ impl Test<'_> {
             Scope::In => {}
         }
         let request = match (expected.audit, expected.operation) {
-            (true, _) => crate::check::audit::request(subject),
+            (true, _) => audit::request(subject),
             (false, operation) => {
                 let user = match &expected.user_info {
                     Some(user) => serde_json::to_value(user).map_err(|e| e.to_string())?,
-                    None => crate::check::request::sender(object.made_by),
+                    None => request::sender(object.made_by),
                 };
                 let (new, old) = match operation {
                     Operation::Create => (Some(subject), None),
                     Operation::Update => (Some(subject), old),
                     Operation::Delete => (None, Some(subject)),
                 };
-                crate::check::request::request(operation.as_str(), &addressed, new, old, user)
+                request::request(operation.as_str(), &addressed, new, old, user)
             }
         };
         // The audit scanner never reads `matchConditions` (adm-controller

@@ -10,9 +10,9 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use super::file::TestFile;
+use crate::admission::{self, Declared, Judge, Namespaces, Policy};
 use crate::check::manifests::{self, Input};
 use crate::check::objects::{self, Admission, Candidate};
-use crate::check::policies::{self, Declared, Policy};
 use crate::group::Judging;
 use crate::{CompiledPolicy, Policy as Instance};
 
@@ -89,7 +89,7 @@ pub struct Test<'t> {
     /// The objects by kind and by each name a result may give them
     /// (`name`, `namespace/name`), in the order read.
     pub(super) named: HashMap<(String, String), Vec<usize>>,
-    pub(super) namespaces: policies::Namespaces,
+    pub(super) namespaces: Namespaces,
     pub(super) admission: Admission,
     pub(super) owners: objects::Owners,
     /// What the run should know but does not stop it.
@@ -162,7 +162,7 @@ impl<'t> Test<'t> {
         named: &mut Vec<String>,
     ) -> Result<ReadyPolicy, String> {
         let policy = Policy::from_manifest(manifest)
-            .map_err(|e| format!("policy {}: {e}", policies::manifest_name(manifest)))?;
+            .map_err(|e| format!("policy {}: {e}", admission::manifest_name(manifest)))?;
         let spec = &manifest["spec"];
         // A policy names its module; a group, each member's.
         let references: Vec<&str> = match Declared::read(manifest)? {
@@ -211,8 +211,8 @@ impl<'t> Test<'t> {
         // policy-server does; each member alone then needs no second look.
         let judging = policy.judging(&self.instances[instance])?;
         let members = match &policy.judge {
-            policies::Judge::Single { .. } => Vec::new(),
-            policies::Judge::Group { members, .. } => members
+            Judge::Single { .. } => Vec::new(),
+            Judge::Group { members, .. } => members
                 .iter()
                 .map(|(name, settings)| {
                     let settings = serde_json::to_vec(settings).map_err(|e| e.to_string())?;
@@ -235,7 +235,7 @@ impl<'t> Test<'t> {
         for object in &read {
             self.owners.learn(object);
             self.admission.learn(object);
-            self.namespaces.extend(policies::namespace(object));
+            self.namespaces.extend(admission::namespace(object));
         }
         for object in &read {
             for Candidate {

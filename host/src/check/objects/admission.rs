@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::{
     LAST_APPLIED, TEMPLATE_GENERATION, annotation, annotations_mut, generated_name, metadata_mut,
-    namespaced,
 };
+use crate::admission::kinds::{group_version, kubernetes_group, namespaced};
 
 /// How the objects of the input reach the API server.
 #[derive(Debug, Clone)]
@@ -112,8 +112,8 @@ fn as_decoded(object: &mut Value) {
         empty_for_null(metadata);
     }
     let kubernetes = object["apiVersion"].as_str().is_some_and(|api_version| {
-        let (group, _) = super::group_version(api_version);
-        super::kubernetes_group(group)
+        let (group, _) = group_version(api_version);
+        kubernetes_group(group)
     });
     if kubernetes && let Some(spec) = object.get_mut("spec") {
         nested(spec);

@@ -34,11 +34,13 @@ impl Facts {
     pub fn of(object: &Value) -> Facts {
         let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
         let metadata = &object["metadata"];
-        let (group, _) = super::group_version(object["apiVersion"].as_str().unwrap_or_default());
+        let (group, _) = crate::admission::kinds::group_version(
+            object["apiVersion"].as_str().unwrap_or_default(),
+        );
         let name = text(&metadata["name"]);
         Facts {
             owner: Owner::of(object),
-            namespace: crate::check::policies::namespace(object),
+            namespace: crate::admission::namespace(object),
             cluster_kind: super::Admission::cluster_kind(object),
             identity: (!name.is_empty()).then(|| Identity {
                 group: group.to_string(),

@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
-use super::group_version;
+use crate::admission::kinds::group_version;
 
 const TABLE: &str = include_str!("kubernetes-kinds.tsv");
 

@@ -1,142 +1,16 @@
-//! Which objects a policy judges, and with what: the `rules`, selectors and
-//! settings of a ClusterAdmissionPolicy or AdmissionPolicy manifest, the
-//! members and `expression` of a policy group, or, without a manifest, the
-//! rules in the module's Kubewarden metadata (`kwctl annotate` writes them in
-//! the custom section `io.kubewarden.metadata`).
+//! Which objects a policy judges, and with what: the `rules`, selectors,
+//! `matchConditions` and settings of a ClusterAdmissionPolicy or
+//! AdmissionPolicy manifest, the members and `expression` of a policy group,
+//! or, without a manifest, the rules in the module's Kubewarden metadata.
 
 use serde_json::Value;
 
+use super::conditions::{self, Condition};
+use super::kinds::Addressed;
+use super::rules::Rule;
+use super::selectors::{NAME_LABEL, Namespaces, Selector};
 use crate::Policy as Instance;
-use crate::check::objects::Addressed;
 use crate::group::{Expression, Judging};
-
-mod conditions;
-pub use conditions::Condition;
-
-/// One rule of a webhook: the objects it sends to the policy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rule {
-    api_groups: Vec<String>,
-    api_versions: Vec<String>,
-    resources: Vec<String>,
-    operations: Vec<String>,
-}
-
-impl Rule {
-    fn from_json(rule: &Value) -> Result<Rule, String> {
-        let list = |field: &str| -> Result<Vec<String>, String> {
-            match &rule[field] {
-                Value::Array(items) => items
-                    .iter()
-                    .map(|item| {
-                        item.as_str()
-                            .map(str::to_string)
-                            .ok_or_else(|| format!("`{field}` holds {item} where a string belongs"))
-                    })
-                    .collect(),
-                Value::Null => Ok(Vec::new()),
-                other => Err(format!("`{field}` is {other} where a list belongs")),
-            }
-        };
-        Ok(Rule {
-            api_groups: list("apiGroups")?,
-            api_versions: list("apiVersions")?,
-            resources: list("resources")?,
-            operations: list("operations")?,
-        })
-    }
-
-    /// Whether the audit scanner keeps the rule: no `*` in its groups,
-    /// versions or resources, and `CREATE` among its operations.
-    fn audited(&self) -> bool {
-        let star = |list: &[String]| list.iter().any(|v| v == "*");
-        !star(&self.api_groups)
-            && !star(&self.api_versions)
-            && !star(&self.resources)
-            && self.operations.iter().any(|o| o == "CREATE")
-    }
-
-    /// Whether the rule sends an `operation` (`CREATE`, `UPDATE`,
-    /// `DELETE`) of a `resource` in `group` and `version`, the object itself
-    /// and not a subresource.
-    pub fn covers(&self, operation: &str, group: &str, version: &str, resource: &str) -> bool {
-        let any = |list: &[String], value: &str| list.iter().any(|v| v == "*" || v == value);
-        any(&self.api_groups, group)
-            && any(&self.api_versions, version)
-            && self
-                .resources
-                .iter()
-                .any(|r| r == "*" || r == "*/*" || r == resource)
-            && any(&self.operations, operation)
-    }
-}
-
-/// The label the API server gives every namespace: its name.
-const NAME_LABEL: &str = "kubernetes.io/metadata.name";
-
-/// The labels of each Namespace of the input, by name, with the name label
-/// the API server gives every namespace.
-pub type Namespaces = std::collections::HashMap<String, serde_json::Map<String, Value>>;
-
-pub fn namespaces_of<'v>(objects: impl IntoIterator<Item = &'v Value>) -> Namespaces {
-    objects.into_iter().filter_map(namespace).collect()
-}
-
-/// The name and labels of `object` if it is a Namespace.
-pub fn namespace(object: &Value) -> Option<(String, serde_json::Map<String, Value>)> {
-    if object["kind"] != "Namespace" || object["apiVersion"] != "v1" {
-        return None;
-    }
-    let name = object["metadata"]["name"].as_str()?;
-    let mut labels = object["metadata"]["labels"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-    labels.insert(NAME_LABEL.to_string(), name.into());
-    Some((name.to_string(), labels))
-}
-
-/// A label selector (`matchLabels`, `matchExpressions`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Selector(Value);
-
-impl Selector {
-    /// Whether `labels` match; `None` when the selector names a label the
-    /// check cannot know (only `known` keys are known).
-    fn matches(&self, labels: &serde_json::Map<String, Value>, known: &[&str]) -> Option<bool> {
-        let knows = |key: &str| known.contains(&key) || known.is_empty();
-        let mut matched = true;
-        if let Some(wanted) = self.0["matchLabels"].as_object() {
-            for (key, value) in wanted {
-                if !knows(key) {
-                    return None;
-                }
-                matched &= labels.get(key) == Some(value);
-            }
-        }
-        for expression in self.0["matchExpressions"].as_array().into_iter().flatten() {
-            let key = expression["key"].as_str().unwrap_or_default();
-            if !knows(key) {
-                return None;
-            }
-            let values: Vec<&str> = expression["values"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            let value = labels.get(key).and_then(Value::as_str);
-            matched &= match expression["operator"].as_str() {
-                Some("In") => value.is_some_and(|v| values.contains(&v)),
-                Some("NotIn") => !value.is_some_and(|v| values.contains(&v)),
-                Some("Exists") => value.is_some(),
-                Some("DoesNotExist") => value.is_none(),
-                _ => return None,
-            };
-        }
-        Some(matched)
-    }
-}
 
 /// What a policy judges with: one module's settings, or a group's members
 /// combined by its expression.
@@ -452,33 +326,10 @@ pub fn manifest_name(manifest: &Value) -> String {
         .to_string()
 }
 
-/// The rules in a module's Kubewarden metadata, if `kwctl annotate` wrote
-/// them (`None` for a module without metadata).
-pub fn module_rules(module: &[u8]) -> Result<Option<Vec<Rule>>, String> {
-    use wasmparser::{Parser, Payload};
-    for payload in Parser::new(0).parse_all(module) {
-        let payload = payload.map_err(|e| format!("not a WebAssembly module: {e}"))?;
-        if let Payload::CustomSection(section) = payload
-            && section.name() == "io.kubewarden.metadata"
-        {
-            let metadata: Value = serde_json::from_slice(section.data())
-                .map_err(|e| format!("its Kubewarden metadata is not JSON: {e}"))?;
-            let rules = metadata["rules"]
-                .as_array()
-                .ok_or("its Kubewarden metadata has no rules")?
-                .iter()
-                .map(Rule::from_json)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| format!("its Kubewarden metadata: a rule: {e}"))?;
-            return Ok(Some(rules));
-        }
-    }
-    Ok(None)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::selectors::namespaces_of;
     use serde_json::json;
 
     fn pods() -> Addressed<'static> {
