@@ -15,14 +15,15 @@ for s in "${settings[@]}"; do
   printf '%s' "$s" > "corpus/settings/seed-$i.json"
   i=$((i + 1))
 done
-for request in ../test_data/*.json ../test_data/cluster/*.json; do
+for request in ../test_data/*.json; do
   name=$(basename "$request" .json)
   for target in validate differential; do
     printf '{"request":%s,"settings":%s}' "$(cat "$request")" "${settings[0]}" > "corpus/$target/seed-$name.json"
   done
 done
-# What a real control plane sent (AdmissionReviews: their requests).
-for review in ../test_data/cluster/recorded/*/*.json; do
+# What a real control plane sent, and the requests written by hand beside it
+# (AdmissionReviews: their requests).
+for review in ../test_data/cluster/recorded/*/*.json ../test_data/cluster/written/*.json; do
   [ "$(basename "$review")" = index.json ] && continue
   name=recorded-$(basename "$(dirname "$review")")-$(basename "$review" .json)
   for target in validate differential; do

@@ -41,9 +41,9 @@ type policy struct {
 
 // The README's recommended settings for workloads, each with the id of its
 // webhook: the one list, which the tests read too (the recordings and the
-// hand-written requests are judged with them in tests/recorded.rs,
-// tests/cluster.rs and e2e.bats; tests/cluster.rs holds them to the
-// documentation and to cluster/policies/).
+// hand-written requests are judged with them in tests/replay.rs and
+// e2e.bats; tests/replay.rs holds them to the documentation and to
+// cluster/policies/).
 //
 //go:embed recommended.json
 var recommendedJSON []byte

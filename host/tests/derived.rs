@@ -1,6 +1,6 @@
 //! The objects `check` derives, held to what a real cluster sent
 //! (`test_data/cluster/recorded/`, written by cluster/run; Helm's release
-//! by hand in `test_data/cluster/`): from each recorded object, the object
+//! by hand in `test_data/cluster/written/`): from each recorded object, the object
 //! its controller made next must carry exactly the annotation keys of the
 //! recorded one, and an object as admitted the keys the API server added.
 //! (cluster/run itself holds `check` to the objects the controllers made.)
@@ -22,8 +22,8 @@ fn recorded_request(name: &str) -> Value {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../test_data/cluster");
     let path = match name.contains('/') {
         true => dir.join("recorded").join(name),
-        false => std::fs::read_dir(&dir)
-            .expect("test_data/cluster")
+        false => std::fs::read_dir(dir.join("written"))
+            .expect("test_data/cluster/written")
             .map(|entry| entry.expect("an entry").path())
             .find(|path| {
                 path.file_name()

@@ -1,6 +1,8 @@
 //! What a real control plane sent the policy's webhooks, as `cluster/run`
 //! records it in `test_data/cluster/recorded/<release>/`: each review with
-//! the verdicts its webhooks gave (`index.json`).
+//! the verdicts its webhooks gave (`index.json`); and in the same form, in
+//! `test_data/cluster/written/`, the requests written by hand for what no
+//! cluster test can send, each with its reason and the verdicts it must get.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -54,12 +56,20 @@ pub fn with(settings: &str, field: &str, value: impl Into<Value>) -> String {
 /// The user the harness acts as (kubeadm's administrator).
 pub const ADMIN: &str = "kubernetes-admin";
 
+/// The requests written by hand, in the form of a release's recordings.
+pub const WRITTEN: &str = "test_data/cluster/written";
+
 pub struct Recording {
+    /// The release that sent it, or `written` for a request written by hand.
     pub release: String,
     pub file: String,
     pub request: Value,
     pub text: String,
+    /// Its verdict under each of `settings`, by id.
     pub verdicts: Value,
+    /// The settings of its index (id, compact JSON): the recommended ones,
+    /// and for a request written by hand the README's allowlist for Helm.
+    pub settings: Vec<(String, String)>,
 }
 
 impl Recording {
@@ -69,6 +79,20 @@ impl Recording {
 
     pub fn name(&self) -> String {
         format!("{}/{}", self.release, self.file)
+    }
+
+    pub fn namespace(&self) -> String {
+        self.request["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// Whether Helm wrote its keys on the object.
+    pub fn by_helm(&self) -> bool {
+        self.request["object"]["metadata"]["annotations"]
+            .as_object()
+            .is_some_and(|keys| keys.keys().any(|k| k.starts_with("meta.helm.sh/")))
     }
 }
 
@@ -115,9 +139,10 @@ pub fn recorded_reviews(dir: &std::path::Path) -> (Value, Vec<(String, Value, Va
     (index, reviews)
 }
 
+/// Every review of `recorded/<release>/` and of `written/`.
 pub fn recordings() -> Vec<Recording> {
     let mut all = Vec::new();
-    for dir in releases() {
+    for dir in releases().into_iter().chain([root().join(WRITTEN)]) {
         let release = dir.file_name().unwrap().to_string_lossy().into_owned();
         let (index, reviews) = recorded_reviews(&dir);
         let settings: Vec<(String, String)> = index["settings"]
@@ -141,6 +166,7 @@ pub fn recordings() -> Vec<Recording> {
                 request,
                 verdicts,
                 file,
+                settings: settings.clone(),
             });
         }
     }
