@@ -6,7 +6,7 @@
 //! The expression runs as policy-server runs it: a raw engine, with only
 //! Rhai's operators and no standard library, each member registered as a
 //! function of no argument that says whether the member accepts, and the
-//! expression run with `eval_expression::<bool>`. A group accepts when that
+//! expression compiled once (`compile_expression`) and run with `eval_ast::<bool>`. A group accepts when that
 //! evaluation succeeds with `true`; it rejects with its `message`, the
 //! message of each member that the expression called and that rejected going
 //! into the response's `status.details.causes`, and rejects (code 500) a
