@@ -5,8 +5,8 @@
 //! read alike too.
 #![no_main]
 
-use policy_core::request::{decode_object, reference};
 use libfuzzer_sys::fuzz_target;
+use policy_core::request::{decode_object, reference};
 
 fuzz_target!(|payload: &[u8]| {
     if let Err(disagreement) = reference::agree(payload) {

@@ -3,8 +3,8 @@
 //! patterns over a small alphabet, so that pieces recur and overlap.
 #![no_main]
 
-use policy_core::pattern::{Pattern, oracle};
 use libfuzzer_sys::fuzz_target;
+use policy_core::pattern::{Pattern, oracle};
 
 /// Bytes mapped onto `a`, `b`, `/` and `*` (only in the pattern).
 fn text(bytes: &[u8], alphabet: &[u8]) -> String {

@@ -2,9 +2,9 @@
 //! accepted is normalised and made of valid annotation keys and patterns only.
 #![no_main]
 
+use libfuzzer_sys::fuzz_target;
 use policy_core::pattern;
 use policy_core::settings::Settings;
-use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|json: &[u8]| {
     match Settings::from_json(json) {
