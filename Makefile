@@ -17,6 +17,14 @@ policy.wasm: $(SOURCES)
 	cargo build --target $(TARGET) --release -p annotations-policy
 	cp $(MODULE) policy.wasm
 
+# A module that accepts every request unread (bench/noop): what the load
+# scenario of the cluster tests (`cluster/run --load`) measures the policy
+# against.
+noop.wasm: bench/noop/src/lib.rs bench/noop/Cargo.toml Cargo.lock .cargo/config.toml
+	@rustup target list --installed | grep -qx $(TARGET) || rustup target add $(TARGET)
+	cargo build --target $(TARGET) --release -p noop-policy
+	cp target/$(TARGET)/release/noop_policy.wasm noop.wasm
+
 annotated-policy.wasm: policy.wasm metadata.yml README.md
 	kwctl annotate -m metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
 
@@ -137,4 +145,4 @@ e2e-tests: policy.wasm runner
 .PHONY: clean
 clean:
 	cargo clean
-	rm -f policy.wasm annotated-policy.wasm
+	rm -f policy.wasm annotated-policy.wasm noop.wasm

@@ -120,6 +120,11 @@ type harness struct {
 	externalCA string
 	streams    string // the generated streams of tests/decoder.rs
 	oracleOnly bool   // run only the scenario that holds check to the API server
+	load       bool   // run only the load scenario (load.go)
+	noopModule string // the no-op module the load is measured against
+
+	loadHooks  []loadWebhook
+	loadPhases []loadPhase
 
 	processes []*process
 	ca        *authority
@@ -148,10 +153,16 @@ func main() {
 	flag.StringVar(&h.externalCA, "webhook-ca", "", "the PEM file of the CA that signed --webhook-url's certificate")
 	flag.StringVar(&h.streams, "streams", "", "the directory of the streams tests/decoder.rs generates (cluster/run writes them)")
 	flag.BoolVar(&h.oracleOnly, "oracle-only", false, "run only the last scenario, which holds check to the API server (quicker, while working on it)")
+	flag.BoolVar(&h.load, "load", false, "run only the load scenario, on a control plane of its own: the policy and a no-op module (--noop-module) under thousands of requests")
+	flag.StringVar(&h.noopModule, "noop-module", "", "the module that accepts every request unread (noop.wasm), for --load")
 	flag.BoolVar(&keep, "keep", false, "keep the run's directory (logs, recordings)")
 	flag.Parse()
 	if h.bin == "" || (h.external == "" && (h.runner == "" || h.module == "")) {
 		fmt.Fprintln(os.Stderr, "harness: give --bin, and --runner with --module (or --webhook-url with --webhook-ca)")
+		os.Exit(2)
+	}
+	if h.load && (h.external != "" || h.noopModule == "" || h.runner == "") {
+		fmt.Fprintln(os.Stderr, "harness: --load needs --runner, --module and --noop-module, and no --webhook-url")
 		os.Exit(2)
 	}
 	if (h.external == "") != (h.externalCA == "") {
@@ -204,6 +215,9 @@ func (h *harness) scenarios() []scenario {
 	oracle := scenario{Name: "hold check to the API server, object for object", do: h.oracle}
 	if h.oracleOnly {
 		return []scenario{oracle}
+	}
+	if h.load {
+		return h.loadScenarios()
 	}
 	return []scenario{
 		{Name: "start the control plane", do: h.startControlPlane, fatal: true},
