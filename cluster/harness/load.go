@@ -57,7 +57,7 @@ func (w loadWebhook) name() string { return w.id + ".load.test" }
 type loadPhase struct {
 	name  string
 	took  time.Duration
-	calls map[string]*histogram // webhook name → the API server's histogram
+	calls map[string]histogram // webhook name → the API server's histogram
 	// webhook name → calls the API server could not complete (a timeout, a
 	// refused connection): error_type calling_webhook_error
 	failedCalls map[string]float64
@@ -123,18 +123,7 @@ func (h *harness) registerLoadWebhooks() error {
 	var webhooks []map[string]any
 	for i := range h.loadHooks {
 		w := &h.loadHooks[i]
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
-		served, err := h.start("webhook-"+w.id, h.runner, "serve", w.module,
-			"--settings-json", w.settings, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
-			"--cert", cert, "--key", key)
-		if err != nil {
-			return err
-		}
-		w.base = fmt.Sprintf("https://127.0.0.1:%d", port)
-		if err := h.waitServed(served, w.base); err != nil {
+		if w.base, err = h.serveWebhook(w.id, w.module, cert, key, "--settings-json", w.settings); err != nil {
 			return err
 		}
 		webhooks = append(webhooks, map[string]any{
@@ -576,13 +565,13 @@ func parseWebhookMetrics(text string) (*webhookMetrics, error) {
 
 // since is what happened between before and m, as a phase's figures.
 func (m *webhookMetrics) since(before *webhookMetrics) loadPhase {
-	phase := loadPhase{calls: map[string]*histogram{}, failedCalls: map[string]float64{}}
+	phase := loadPhase{calls: map[string]histogram{}, failedCalls: map[string]float64{}}
 	for name, buckets := range m.calls {
 		delta := histogram{}
 		for le, count := range buckets {
 			delta[le] = count - before.calls[name][le]
 		}
-		phase.calls[name] = &delta
+		phase.calls[name] = delta
 	}
 	for name, count := range m.failedCalls {
 		phase.failedCalls[name] = count - before.failedCalls[name]

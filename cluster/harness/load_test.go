@@ -83,7 +83,7 @@ func TestSince(t *testing.T) {
 		failedCalls: map[string]float64{"a": 1},
 	}
 	phase := after.since(before)
-	if got := *phase.calls["a"]; got[0.005] != 3 || got.count() != 5 {
+	if got := phase.calls["a"]; got[0.005] != 3 || got.count() != 5 {
 		t.Errorf("calls %v", got)
 	}
 	if phase.failedCalls["a"] != 0 {

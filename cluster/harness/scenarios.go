@@ -136,23 +136,13 @@ func (h *harness) registerWebhooks() error {
 			return err
 		}
 		for _, p := range allPolicies() {
-			port, err := freePort()
-			if err != nil {
-				return err
-			}
 			record := filepath.Join(h.work, "reviews-"+p.id+".jsonl")
 			policy := []string{"--settings-json", p.settings}
 			if p.manifest != "" {
 				policy = []string{"--policy", filepath.Join(h.root, p.manifest)}
 			}
-			served, err := h.start("webhook-"+p.id, h.runner, append(append([]string{"serve", h.module}, policy...),
-				"--listen", fmt.Sprintf("127.0.0.1:%d", port),
-				"--cert", cert, "--key", key, "--record", record)...)
+			base, err := h.serveWebhook(p.id, h.module, cert, key, append(policy, "--record", record)...)
 			if err != nil {
-				return err
-			}
-			base := fmt.Sprintf("https://127.0.0.1:%d", port)
-			if err := h.waitServed(served, base); err != nil {
 				return err
 			}
 			urls[p.id] = base + "/validate/" + p.id
@@ -202,6 +192,25 @@ func (h *harness) registerWebhooks() error {
 		}
 		return nil
 	})
+}
+
+// serveWebhook starts policy-runner serve for module on a free port, with
+// the serving certificate and key and the policy's arguments (its settings
+// or manifest, and any other of serve's flags), and waits until it answers:
+// its base URL.
+func (h *harness) serveWebhook(id, module, cert, key string, args ...string) (string, error) {
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	listen := fmt.Sprintf("127.0.0.1:%d", port)
+	served, err := h.start("webhook-"+id, h.runner, append(append([]string{"serve", module}, args...),
+		"--listen", listen, "--cert", cert, "--key", key)...)
+	if err != nil {
+		return "", err
+	}
+	base := "https://" + listen
+	return base, h.waitServed(served, base)
 }
 
 func (h *harness) waitServed(served *process, base string) error {
