@@ -492,9 +492,17 @@ served_url() {
   audit_review cluster/recorded/1.37/pod-create-node.json . > "$dir/audit.json"
   run curl -sS --cacert "$dir/cert.pem" -H 'Content-Type: application/json' \
     --data-binary @"$dir/audit.json" "$url/audit/allowlist"
-  kill "$pid"
   [ "$status" -eq 0 ]
   [[ "$output" == '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"allowed":true,'* ]]
+  # Where the two reviews' time went: three connections (this one's too),
+  # two reviews.
+  local metrics
+  metrics=$(curl -sS --cacert "$dir/cert.pem" "$url/metrics")
+  kill "$pid"
+  [[ "$metrics" == *$'\npolicy_runner_serve_handshake_seconds_count 3\n'* ]]
+  [[ "$metrics" == *$'\npolicy_runner_serve_review_seconds_count 2\n'* ]]
+  [[ "$metrics" == *$'\npolicy_runner_serve_review_module_seconds_count 2\n'* ]]
+  [[ "$metrics" == *$'\npolicy_runner_serve_instances_total '[12]$'\n'* ]]
   [ "$(wc -l < "$dir/reviews.jsonl")" -eq 2 ]
   # A policy group: its message, and the member that rejected in the causes.
   "$runner" serve "$POLICY" --policy cluster/policies/owned-and-allowed.yaml --listen 127.0.0.1:0 \

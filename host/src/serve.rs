@@ -13,8 +13,11 @@
 //! `status.details.causes` as policy-server puts it there.
 //!
 //! This stands in for policy-server in the cluster tests (`cluster/run`) and
-//! in experiments, and nowhere else: it has no mutation, no metrics, no
-//! context-aware calls. Users run policy-server.
+//! in experiments, and nowhere else: it has no mutation and no
+//! context-aware calls, and its `/metrics` say where a review's time goes
+//! (`metrics`), not policy-server's series. Users run policy-server.
+
+mod metrics;
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -22,6 +25,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -30,6 +34,7 @@ use serde_json::value::RawValue;
 use crate::admission::Policy as Declared;
 use crate::group::{Judged, Judging};
 use crate::{CompiledPolicy, Policy};
+use metrics::{Metrics, Timed, seconds};
 
 /// Where the webhook listens and what it answers with.
 pub struct Options {
@@ -171,6 +176,7 @@ struct Shared {
     compiled: CompiledPolicy,
     judging: Judging,
     record: Option<Mutex<File>>,
+    metrics: Arc<Metrics>,
 }
 
 thread_local! {
@@ -187,6 +193,7 @@ impl Shared {
                     .compiled
                     .instantiate()
                     .map_err(|e| Refusal::Module(e.to_string()))?;
+                self.metrics.instances.inc();
                 *slot = Some(policy);
             }
             let policy = slot.as_ref().expect("instantiated above");
@@ -224,6 +231,7 @@ pub fn serve(options: Options) -> Result<(), String> {
         compiled,
         judging,
         record,
+        metrics: Arc::new(Metrics::new()),
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -267,7 +275,8 @@ async fn listen(
         .route("/validate/{policy}", post(validate))
         .route("/audit/{policy}", post(validate))
         .route("/readiness", get(|| async { "ready" }))
-        .with_state(shared);
+        .route("/metrics", get(metrics))
+        .with_state(shared.clone());
     let handle = axum_server::Handle::new();
     let stopping = handle.clone();
     tokio::spawn(async move {
@@ -280,7 +289,16 @@ async fn listen(
             eprintln!("serve: listening on https://{bound}/validate/<policy> and /audit/<policy>");
         }
     });
-    axum_server::bind_rustls(address, tls)
+    // TCP_NODELAY: an answer goes out at once, not held by Nagle's
+    // algorithm until the last one is acknowledged, as Go's client side
+    // does too (docs/performance.md, "Under load").
+    let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(tls)
+        .acceptor(axum_server::accept::NoDelayAcceptor::new());
+    axum_server::bind(address)
+        .acceptor(Timed {
+            inner: acceptor,
+            metrics: shared.metrics.clone(),
+        })
         .handle(handle)
         .serve(app.into_make_service())
         .await
@@ -293,12 +311,20 @@ async fn validate(
 ) -> axum::response::Response {
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
+    let entered = Instant::now();
     let judged = {
         let shared = shared.clone();
         let body = body.clone();
-        tokio::task::spawn_blocking(move || shared.judge(&body)).await
+        tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            shared.metrics.queued.observe(seconds(started - entered));
+            let judged = shared.judge(&body);
+            shared.metrics.module.observe(seconds(started.elapsed()));
+            judged
+        })
+        .await
     };
-    match judged {
+    let response = match judged {
         Ok(Ok(review)) => {
             shared.write_down(&body, &review);
             axum::Json(review).into_response()
@@ -309,5 +335,25 @@ async fn validate(
             (StatusCode::INTERNAL_SERVER_ERROR, reason).into_response()
         }
         Err(panicked) => (StatusCode::INTERNAL_SERVER_ERROR, panicked.to_string()).into_response(),
+    };
+    shared.metrics.review.observe(seconds(entered.elapsed()));
+    response
+}
+
+async fn metrics(
+    axum::extract::State(shared): axum::extract::State<Arc<Shared>>,
+) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    match shared.metrics.text() {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
 }

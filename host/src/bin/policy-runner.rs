@@ -72,8 +72,9 @@ enum Command {
     Test(TestArgs),
     /// Answer AdmissionReview v1 over HTTPS with the module, as
     /// policy-server does, at `/validate/<policy>` and `/audit/<policy>`: a
-    /// policy, or a policy group (--policy). For the cluster tests and
-    /// experiments only: deploy policy-server to enforce the policy.
+    /// policy, or a policy group (--policy); where a review's time goes at
+    /// `/metrics`. For the cluster tests and experiments only: deploy
+    /// policy-server to enforce the policy.
     Serve(ServeArgs),
 }
 
