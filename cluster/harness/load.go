@@ -3,15 +3,16 @@ package main
 // The load scenario (cluster/run --load), on a control plane of its own:
 // what the policy costs the API server when a busy cluster sends it
 // thousands of requests, measured beside a module that accepts every
-// request unread (bench/noop, noop.wasm), both served by policy-runner
-// serve and registered as two webhooks of the same configuration, so that
-// the API server calls both for every request under the same load. The
-// figures are the API server's own histogram per webhook
-// (apiserver_admission_webhook_admission_duration_seconds, read from
-// /metrics before and after each phase), the client's timings, and the
-// ratio of the policy's to the no-op's; and nothing may be lost: every Pod
-// the Deployment asks for exists, every ConfigMap without the owner is
-// refused with the policy's message and every other one exists.
+// request unread (bench/noop, noop.wasm), listed once before the policy and
+// once after it, all served by policy-runner serve and registered as three
+// webhooks of the same configuration, so that the API server calls each for
+// every request under the same load. The figures are the API server's own
+// histogram per webhook (apiserver_admission_webhook_admission_duration_seconds),
+// what each serve says of its own time, both read from /metrics before and
+// after each phase (metrics.go), the client's timings, and the ratio of the
+// policy's to each no-op's; and nothing may be lost: every Pod the
+// Deployment asks for exists, every ConfigMap without the owner is refused
+// with the policy's message and every other one exists.
 
 import (
 	"bytes"
@@ -40,13 +41,14 @@ const (
 	lacksOwnerMessage = `lacks required annotations; add "example.com/owner"`
 )
 
-// loadWebhook is one of the two webhooks under load.
+// loadWebhook is one of the webhooks under load.
 type loadWebhook struct {
 	id       string // its path, /validate/<id> and /audit/<id>
 	label    string // as the report names it
 	module   string
 	settings string
 	base     string // its base URL
+	noop     bool   // the no-op module, which accepts everything
 }
 
 // The webhook's name in the configuration, which the API server's metrics
@@ -67,13 +69,15 @@ type loadPhase struct {
 	// Requests the client saw accepted and refused (by the policy, with
 	// its message); errors are neither.
 	accepted, refused, errors int
+	// webhook name → what its serve says of its own time
+	serve map[string]serveMetrics
 }
 
 func (h *harness) loadScenarios() []scenario {
 	return []scenario{
 		{Name: "start the control plane", do: h.startControlPlane, fatal: true},
 		{Name: "read the release", do: h.readRelease, fatal: true},
-		{Name: "serve the policy and the no-op module side by side", do: h.registerLoadWebhooks, fatal: true},
+		{Name: "serve the policy between two no-op modules", do: h.registerLoadWebhooks, fatal: true},
 		{Name: fmt.Sprintf("scale a Deployment to %d replicas", loadReplicas), do: h.loadPods},
 		{Name: fmt.Sprintf("create %d ConfigMaps, %d at a time, half without the owner", loadConfigMaps, loadInFlight), do: h.loadConfigMapsPhase},
 		{Name: "audit what the namespace holds, as the audit scanner does", do: h.loadAudit},
@@ -110,11 +114,14 @@ func (h *harness) registerLoadWebhooks() error {
 		return fmt.Errorf("recommended.json has no owner-required")
 	}
 	// The API server starts its calls to a request's webhooks in the order
-	// of the configuration, a head start measurable under load: the no-op
-	// goes first, so that the policy's figures are not flattered by it.
+	// of the configuration, a head start measurable under load: a no-op
+	// goes before the policy and another after it, each served on its own
+	// as the policy is, so that the order neither flatters the policy nor
+	// weighs on it unseen.
 	h.loadHooks = []loadWebhook{
-		{id: "noop", label: "no-op module", module: h.noopModule, settings: "{}"},
+		{id: "noop-first", label: "no-op module, first", module: h.noopModule, settings: "{}", noop: true},
 		{id: "annotations", label: "the policy", module: h.module, settings: settings},
+		{id: "noop-last", label: "no-op module, last", module: h.noopModule, settings: "{}", noop: true},
 	}
 	cert, key, err := h.ca.serving(h.work, "webhook", "127.0.0.1")
 	if err != nil {
@@ -408,10 +415,12 @@ func (h *harness) loadAudit() error {
 		Timeout:   30 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, MaxIdleConnsPerHost: loadInFlight},
 	}
-	phase := loadPhase{
-		name:   fmt.Sprintf("audit of %d objects (%d at a time)", len(reviews), loadInFlight),
-		client: map[string][]time.Duration{},
+	before, err := h.scrapeWebhooks()
+	if err != nil {
+		return err
 	}
+	var phase loadPhase
+	phase.client = map[string][]time.Duration{}
 	started := time.Now()
 	for _, w := range h.loadHooks {
 		verdicts := make([]verdict, len(reviews))
@@ -428,7 +437,7 @@ func (h *harness) loadAudit() error {
 		})
 		phase.client[w.name()] = took
 		for i, v := range verdicts {
-			expected := w.id == "noop" || names[i] != "ConfigMap kube-root-ca.crt"
+			expected := w.noop || names[i] != "ConfigMap kube-root-ca.crt"
 			switch {
 			case failed[i] != nil:
 				phase.errors++
@@ -445,138 +454,14 @@ func (h *harness) loadAudit() error {
 		}
 	}
 	phase.took = time.Since(started)
+	after, err := h.scrapeWebhooks()
+	if err != nil {
+		return err
+	}
+	phase.serve = after.since(before).serve
+	phase.name = fmt.Sprintf("audit of %d objects (%d at a time)", len(reviews), loadInFlight)
 	h.loadPhases = append(h.loadPhases, phase)
 	return nil
-}
-
-// histogram is a Prometheus histogram's cumulative buckets, by upper bound
-// (+Inf last).
-type histogram map[float64]float64
-
-func (b histogram) bounds() []float64 {
-	var bounds []float64
-	for le := range b {
-		bounds = append(bounds, le)
-	}
-	sort.Float64s(bounds)
-	return bounds
-}
-
-func (b histogram) count() float64 { return b[math.Inf(1)] }
-
-// quantile is Prometheus' histogram_quantile: linear within the bucket
-// the rank falls in, the highest finite bound where it falls past them.
-func (b histogram) quantile(q float64) float64 {
-	total := b.count()
-	if total == 0 {
-		return math.NaN()
-	}
-	rank := q * total
-	lower, below := 0.0, 0.0
-	for _, le := range b.bounds() {
-		if b[le] >= rank {
-			if math.IsInf(le, 1) {
-				return lower
-			}
-			if b[le] == below {
-				return le
-			}
-			return lower + (le-lower)*(rank-below)/(b[le]-below)
-		}
-		lower, below = le, b[le]
-	}
-	return lower
-}
-
-// within is the share of calls that took at most le (a bucket's bound).
-func (b histogram) within(le float64) float64 { return b[le] / b.count() }
-
-// ceiling is the bound of the first bucket that holds every call: the
-// most the slowest took, as a histogram can say it.
-func (b histogram) ceiling() float64 {
-	for _, le := range b.bounds() {
-		if b[le] == b.count() {
-			return le
-		}
-	}
-	return math.Inf(1)
-}
-
-// webhookMetrics is what /metrics says of each webhook, summed over the
-// operations and verdicts.
-type webhookMetrics struct {
-	calls       map[string]histogram
-	failedCalls map[string]float64
-}
-
-// scrapeWebhooks reads the API server's /metrics.
-func (h *harness) scrapeWebhooks() (*webhookMetrics, error) {
-	text, err := h.kubectl("get", "--raw", "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	return parseWebhookMetrics(text)
-}
-
-// parseWebhookMetrics reads the two series the load report needs from the
-// Prometheus text format.
-func parseWebhookMetrics(text string) (*webhookMetrics, error) {
-	m := &webhookMetrics{calls: map[string]histogram{}, failedCalls: map[string]float64{}}
-	for _, line := range strings.Split(text, "\n") {
-		series, rest, ok := strings.Cut(line, "{")
-		if !ok || (series != "apiserver_admission_webhook_admission_duration_seconds_bucket" &&
-			series != "apiserver_admission_webhook_rejection_count") {
-			continue
-		}
-		labelText, valueText, ok := strings.Cut(rest, "} ")
-		if !ok {
-			return nil, fmt.Errorf("/metrics: %q", line)
-		}
-		value, err := strconv.ParseFloat(strings.TrimSpace(valueText), 64)
-		if err != nil {
-			return nil, fmt.Errorf("/metrics: %q: %w", line, err)
-		}
-		labels := map[string]string{}
-		for _, pair := range strings.Split(labelText, ",") {
-			key, quoted, ok := strings.Cut(pair, "=")
-			if !ok {
-				return nil, fmt.Errorf("/metrics: %q", line)
-			}
-			labels[key] = strings.Trim(quoted, `"`)
-		}
-		name := labels["name"]
-		if series == "apiserver_admission_webhook_rejection_count" {
-			if labels["error_type"] == "calling_webhook_error" {
-				m.failedCalls[name] += value
-			}
-			continue
-		}
-		le, err := strconv.ParseFloat(labels["le"], 64)
-		if err != nil {
-			return nil, fmt.Errorf("/metrics: %q: %w", line, err)
-		}
-		if m.calls[name] == nil {
-			m.calls[name] = histogram{}
-		}
-		m.calls[name][le] += value
-	}
-	return m, nil
-}
-
-// since is what happened between before and m, as a phase's figures.
-func (m *webhookMetrics) since(before *webhookMetrics) loadPhase {
-	phase := loadPhase{calls: map[string]histogram{}, failedCalls: map[string]float64{}}
-	for name, buckets := range m.calls {
-		delta := histogram{}
-		for le, count := range buckets {
-			delta[le] = count - before.calls[name][le]
-		}
-		phase.calls[name] = delta
-	}
-	for name, count := range m.failedCalls {
-		phase.failedCalls[name] = count - before.failedCalls[name]
-	}
-	return phase
 }
 
 // nearestRank is the q-quantile of took (nearest rank), and its maximum.
@@ -628,8 +513,9 @@ func (h *harness) loadReport() error {
 				ms(nearestRank(took, 0.5).Seconds()), ms(nearestRank(took, 0.99).Seconds()),
 				ms(nearestRank(took, 1).Seconds()), phase.errors)
 		}
-		if p99["noop"] > 0 {
-			fmt.Printf("   %s: the policy's p99 is %.2f times the no-op's\n", phase.name, p99["annotations"]/p99["noop"])
+		if p99["noop-first"] > 0 && p99["noop-last"] > 0 {
+			fmt.Printf("   %s: the policy's p99 is %.2f times the first no-op's, %.2f times the last one's\n",
+				phase.name, p99["annotations"]/p99["noop-first"], p99["annotations"]/p99["noop-last"])
 		}
 		fmt.Printf("   %s: %d accepted, %d refused with the policy's message, %d errors\n",
 			phase.name, phase.accepted, phase.refused, phase.errors)
@@ -639,5 +525,40 @@ func (h *harness) loadReport() error {
 			}
 		}
 	}
+	h.serveReport()
 	return nil
+}
+
+// serveReport prints what each webhook's serve says of its own time, a
+// phase at a time: what the API server's figures hold beyond it is the
+// network, HTTP and the scheduling between the two.
+func (h *harness) serveReport() {
+	fmt.Println("   inside serve: phase | webhook | connections | handshake p99 | instances made | " +
+		"queued p50, p99 | module p50, p99 | review p50, p99 | review ≤ 5 ms, ≤ 25 ms")
+	fine := func(seconds float64) string { return fmt.Sprintf("%.3f ms", seconds*1000) }
+	for _, phase := range h.loadPhases {
+		for _, w := range h.loadHooks {
+			serve, ok := phase.serve[w.name()]
+			if !ok {
+				continue
+			}
+			stage := func(name string) histogram {
+				if buckets := serve.stages[name]; buckets != nil {
+					return buckets
+				}
+				return histogram{math.Inf(1): 0}
+			}
+			handshake, queued, module, review := stage("handshake"), stage("review_queued"), stage("review_module"), stage("review")
+			handshakeP99 := "none"
+			if handshake.count() > 0 {
+				handshakeP99 = fine(handshake.quantile(0.99))
+			}
+			fmt.Printf("   inside serve: %s | %s | %.0f | %s | %.0f | %s, %s | %s, %s | %s, %s | %.1f %%, %.1f %%\n",
+				phase.name, w.label, handshake.count(), handshakeP99, serve.instances,
+				fine(queued.quantile(0.5)), fine(queued.quantile(0.99)),
+				fine(module.quantile(0.5)), fine(module.quantile(0.99)),
+				fine(review.quantile(0.5)), fine(review.quantile(0.99)),
+				100*review.within(0.005), 100*review.within(0.025))
+		}
+	}
 }

@@ -42,6 +42,43 @@ apiserver_admission_webhook_rejection_count{error_type="no_error",name="a.load.t
 	}
 }
 
+// serve's own /metrics (host/src/serve/metrics.rs), in the OpenMetrics
+// text its encoder writes: a histogram a stage, and the instances made.
+func TestParseServeMetrics(t *testing.T) {
+	text := `# HELP policy_runner_serve_review_module_seconds In the module.
+# TYPE policy_runner_serve_review_module_seconds histogram
+# UNIT policy_runner_serve_review_module_seconds seconds
+policy_runner_serve_review_module_seconds_sum 0.0031
+policy_runner_serve_review_module_seconds_count 3
+policy_runner_serve_review_module_seconds_bucket{le="0.00005"} 0
+policy_runner_serve_review_module_seconds_bucket{le="0.0005"} 2
+policy_runner_serve_review_module_seconds_bucket{le="+Inf"} 3
+policy_runner_serve_handshake_seconds_bucket{le="0.001"} 1
+policy_runner_serve_handshake_seconds_bucket{le="+Inf"} 1
+# HELP policy_runner_serve_instances Module instances made.
+# TYPE policy_runner_serve_instances counter
+policy_runner_serve_instances_total 2
+# EOF
+`
+	m, err := parseServeMetrics(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	module := m.stages["review_module"]
+	if module[0.0005] != 2 || module.count() != 3 || len(module) != 3 {
+		t.Errorf("review_module %v", module)
+	}
+	if m.stages["handshake"].count() != 1 || len(m.stages) != 2 {
+		t.Errorf("stages %v", m.stages)
+	}
+	if m.instances != 2 {
+		t.Errorf("instances %v, want 2", m.instances)
+	}
+	if _, err := parseServeMetrics(`policy_runner_serve_review_seconds_bucket{le="soon"} 1`); err == nil {
+		t.Error("a bound that is no number was read")
+	}
+}
+
 // The quantiles Prometheus' histogram_quantile gives: linear within the
 // bucket the rank falls in, the highest finite bound past them; the
 // ceiling is the first bound that holds every call.
@@ -77,10 +114,15 @@ func TestSince(t *testing.T) {
 	before := &webhookMetrics{
 		calls:       map[string]histogram{"a": {0.005: 1, math.Inf(1): 2}},
 		failedCalls: map[string]float64{"a": 1},
+		serve:       map[string]serveMetrics{"a": {stages: map[string]histogram{"review": {0.001: 1, math.Inf(1): 1}}, instances: 1}},
 	}
 	after := &webhookMetrics{
 		calls:       map[string]histogram{"a": {0.005: 4, math.Inf(1): 7}},
 		failedCalls: map[string]float64{"a": 1},
+		serve: map[string]serveMetrics{"a": {stages: map[string]histogram{
+			"review":    {0.001: 3, math.Inf(1): 4},
+			"handshake": {0.001: 1, math.Inf(1): 1},
+		}, instances: 3}},
 	}
 	phase := after.since(before)
 	if got := phase.calls["a"]; got[0.005] != 3 || got.count() != 5 {
@@ -88,5 +130,15 @@ func TestSince(t *testing.T) {
 	}
 	if phase.failedCalls["a"] != 0 {
 		t.Errorf("failed calls %v", phase.failedCalls["a"])
+	}
+	serve := phase.serve["a"]
+	if got := serve.stages["review"]; got[0.001] != 2 || got.count() != 3 {
+		t.Errorf("serve's reviews %v", got)
+	}
+	if got := serve.stages["handshake"]; got.count() != 1 {
+		t.Errorf("serve's handshakes %v (none before)", got)
+	}
+	if serve.instances != 2 {
+		t.Errorf("instances %v, want 2", serve.instances)
 	}
 }
