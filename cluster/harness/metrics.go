@@ -95,18 +95,19 @@ func parseSamples(text string, keep func(series string) bool) ([]sample, error) 
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		series, rest, labelled := strings.Cut(line, "{")
-		labelText, valueText := "", ""
-		if labelled {
-			var ok bool
-			if labelText, valueText, ok = strings.Cut(rest, "} "); !ok {
-				return nil, fmt.Errorf("/metrics: %q", line)
-			}
-		} else {
-			series, valueText, _ = strings.Cut(line, " ")
-		}
+		// The name ends at the labels or the value; a line of another
+		// series is not read further.
+		series := line[:strings.IndexAny(line+" ", "{ ")]
 		if !keep(series) {
 			continue
+		}
+		rest := line[len(series):]
+		labelText, valueText := "", rest
+		if strings.HasPrefix(rest, "{") {
+			var ok bool
+			if labelText, valueText, ok = strings.Cut(rest[1:], "} "); !ok {
+				return nil, fmt.Errorf("/metrics: %q", line)
+			}
 		}
 		value, err := strconv.ParseFloat(strings.TrimSpace(valueText), 64)
 		if err != nil {

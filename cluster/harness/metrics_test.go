@@ -7,7 +7,7 @@ import (
 
 // A histogram read from /metrics as the API server writes it: buckets
 // summed over the operations and verdicts of each webhook, and only the
-// calls that failed counted as failed.
+// calls that failed counted as failed; other series are not read.
 func TestParseWebhookMetrics(t *testing.T) {
 	text := `# HELP apiserver_admission_webhook_admission_duration_seconds ...
 apiserver_admission_webhook_admission_duration_seconds_bucket{name="a.load.test",operation="CREATE",rejected="false",type="validating",le="0.005"} 6
@@ -19,6 +19,8 @@ apiserver_admission_webhook_admission_duration_seconds_bucket{name="a.load.test"
 apiserver_admission_webhook_admission_duration_seconds_count{name="a.load.test",operation="CREATE",rejected="true",type="validating"} 1
 apiserver_admission_webhook_rejection_count{error_type="calling_webhook_error",name="a.load.test",operation="CREATE",rejection_code="0",type="validating"} 2
 apiserver_admission_webhook_rejection_count{error_type="no_error",name="a.load.test",operation="CREATE",rejection_code="400",type="validating"} 5
+other_series{broken 1
+other_series_without_labels 1
 `
 	m, err := parseWebhookMetrics(text)
 	if err != nil {
