@@ -4,7 +4,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -328,12 +327,7 @@ var controllers = []string{
 }
 
 func (h *harness) waitReady(apiserver *process) error {
-	pool := x509.NewCertPool()
-	pool.AddCert(h.ca.cert)
-	client := &http.Client{
-		Timeout:   2 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
-	}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: h.trustingTransport()}
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		if done, err := apiserver.exited(); done {

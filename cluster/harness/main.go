@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -123,8 +124,10 @@ type harness struct {
 	load       bool   // run only the load scenario (load.go)
 	noopModule string // the no-op module the load is measured against
 
-	loadHooks  []loadWebhook
-	loadPhases []loadPhase
+	loadHooks []loadWebhook
+	// The load's client of the webhooks: the audit's calls and the scrapes.
+	webhookClient *http.Client
+	loadPhases    []loadPhase
 
 	processes []*process
 	ca        *authority

@@ -6,8 +6,6 @@ package main
 // Both are read before and after each phase; the difference is the phase.
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"math"
@@ -15,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // histogram is a Prometheus histogram's cumulative buckets, by upper bound
@@ -227,14 +224,8 @@ func (h *harness) scrapeWebhooks() (*webhookMetrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(h.ca.cert)
-	client := &http.Client{
-		Timeout:   10 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
-	}
 	for _, w := range h.loadHooks {
-		resp, err := client.Get(w.base + "/metrics")
+		resp, err := h.webhookClient.Get(w.base + "/metrics")
 		if err != nil {
 			return nil, err
 		}

@@ -194,6 +194,14 @@ func (h *harness) registerWebhooks() error {
 	})
 }
 
+// trustingTransport is a transport that trusts the harness's CA: the
+// API server's and the webhooks' certificates.
+func (h *harness) trustingTransport() *http.Transport {
+	pool := x509.NewCertPool()
+	pool.AddCert(h.ca.cert)
+	return &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+}
+
 // serveWebhook starts policy-runner serve for module on a free port, with
 // the serving certificate and key and the policy's arguments (its settings
 // or manifest, and any other of serve's flags), and waits until it answers:
@@ -214,12 +222,7 @@ func (h *harness) serveWebhook(id, module, cert, key string, args ...string) (st
 }
 
 func (h *harness) waitServed(served *process, base string) error {
-	pool := x509.NewCertPool()
-	pool.AddCert(h.ca.cert)
-	client := &http.Client{
-		Timeout:   2 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
-	}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: h.trustingTransport()}
 	return eventually(30*time.Second, func() error {
 		if done, err := served.exited(); done {
 			return fmt.Errorf("%s exited (%v); see %s", served.name, err, served.log)
