@@ -66,6 +66,7 @@ fn command(module: &Path, policy: PolicySource, inputs: &[&str], format: Format)
         strict: false,
         hidden: false,
         jobs: 0,
+        evaluation: Default::default(),
     }
 }
 

@@ -7,7 +7,7 @@ mod common;
 use std::time::Instant;
 
 use common::{compiled, policy, settings};
-use policy_host::{HostError, Policy, ValidationVerdict, validate_payload};
+use policy_evaluator::{HostError, Policy, ValidationVerdict, validate_payload};
 
 const PAGE: usize = 64 * 1024;
 

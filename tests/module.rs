@@ -5,7 +5,7 @@ mod common;
 
 use common::{pod_request, policy, read_test_data, settings, validate};
 use policy_core::criterion::Criterion;
-use policy_host::HostError;
+use policy_evaluator::HostError;
 
 #[test]
 fn protocol_version_is_v1() {

@@ -7,8 +7,8 @@
 mod common;
 
 use common::{pod_request, policy, read_test_data};
+use policy_evaluator::group::Judging;
 use policy_host::admission::Policy;
-use policy_host::group::Judging;
 use policy_host::serve::{Refusal, answer};
 use serde_json::{Value, json};
 
@@ -16,7 +16,11 @@ const OWNER_REQUIRED: &[u8] = br#"{"criteria":"containsAllOf","values":["example
 const ALLOWLIST: &[u8] = br#"{"criteria":"doesNotContainOtherThan","values":["example.com/*"]}"#;
 
 fn single(settings: &[u8]) -> Judging {
-    Judging::Single(settings.to_vec())
+    Judging::Single {
+        settings: settings.to_vec(),
+        mutating: false,
+        name: "the-policy".to_string(),
+    }
 }
 
 /// A group of the owner requirement and the allowlist, as a

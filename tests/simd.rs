@@ -17,7 +17,7 @@ mod common;
 mod test_support;
 
 use policy_core::decide;
-use policy_host::validate_payload;
+use policy_evaluator::validate_payload;
 use proptest::prelude::*;
 use test_support::damaged;
 

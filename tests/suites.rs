@@ -384,6 +384,7 @@ fn check_judges_and_leaves_out_as_the_suites_do() {
                     strict: false,
                     hidden: false,
                     jobs: 0,
+                    evaluation: Default::default(),
                 };
                 let mut output = Vec::new();
                 check.run(|_, _| {}, &mut output).unwrap();

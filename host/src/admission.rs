@@ -7,7 +7,6 @@
 
 pub mod audit;
 pub mod conditions;
-pub mod kinds;
 pub mod policies;
 pub mod request;
 pub mod rules;

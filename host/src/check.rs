@@ -18,16 +18,21 @@ pub use rows::Rows;
 use std::collections::HashSet;
 use std::io::{self, Write};
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 use serde_json::Value;
 
-use crate::admission::kinds::Addressed;
 use crate::admission::{Namespaces, Policy, Scope, audit, module_rules, request};
-use crate::group::Judging;
-use crate::{CompiledPolicy, Policy as Instance};
 use manifests::{Input, Source};
 use objects::{Admission, Candidate};
+use policy_evaluator::capabilities::cluster::Cluster;
+use policy_evaluator::capabilities::{Allowed, Context};
+use policy_evaluator::group::Judging;
+use policy_evaluator::kinds::Addressed;
+use policy_evaluator::kinds::group_version;
+use policy_evaluator::metadata::ExecutionMode;
+use policy_evaluator::{CompiledPolicy, Policy as Instance};
 
 /// Where the policy to apply comes from.
 #[derive(Debug, Clone)]
@@ -70,6 +75,22 @@ pub struct Command {
     pub hidden: bool,
     /// How many workers judge; 0: one a core.
     pub jobs: usize,
+    /// How the policy runs and what answers its lookups.
+    pub evaluation: Evaluation,
+}
+
+/// How the module runs, and what answers its Kubernetes lookups: the
+/// objects of the input, and the objects given besides.
+#[derive(Debug, Clone, Default)]
+pub struct Evaluation {
+    /// `-e`: the module's metadata gives it otherwise.
+    pub execution_mode: Option<ExecutionMode>,
+    /// Trust the module's metadata for the kinds it may look up, when no
+    /// policy manifest lists them (a ClusterAdmissionPolicy's
+    /// `contextAwareResources` does).
+    pub allow_context_aware: bool,
+    /// Files and directories of objects that are in the cluster already.
+    pub cluster_objects: Vec<String>,
 }
 
 /// How a check ended: its exit status, 0 when nothing is rejected, 1 when
@@ -96,18 +117,46 @@ impl Command {
         let module = self.module.display();
         let bytes =
             std::fs::read(&self.module).map_err(|e| format!("cannot read {module}: {e}"))?;
-        crate::webassembly(&self.module, &bytes)?;
+        policy_evaluator::webassembly(&self.module, &bytes)?;
+        let compiled = CompiledPolicy::from_bytes_as(&bytes, self.evaluation.execution_mode)
+            .map_err(|e| e.to_string())?;
+        let listed = compiled
+            .metadata()
+            .map(|metadata| metadata.context_aware_resources.clone())
+            .unwrap_or_default();
+        let mut warnings = Vec::new();
         let policy = match &self.policy {
             PolicySource::Manifest(path, manifest) => {
                 Policy::from_manifest(manifest).map_err(|e| format!("{}: {e}", path.display()))?
             }
             PolicySource::Settings(settings) => {
-                let rules = module_rules(&bytes).map_err(|e| format!("{module}: {e}"))?;
-                Policy::from_settings(settings.clone(), rules)
+                let rules =
+                    module_rules(compiled.metadata()).map_err(|e| format!("{module}: {e}"))?;
+                let mut policy = Policy::from_settings(settings.clone(), rules);
+                match self.evaluation.allow_context_aware {
+                    true => policy.context_aware_resources = listed,
+                    false if !listed.is_empty() => warnings.push(format!(
+                        "the module looks up {} in the cluster (its metadata's \
+                         contextAwareResources), which it may not here: give \
+                         --allow-context-aware, or a ClusterAdmissionPolicy that lists them",
+                        listed
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                    false => {}
+                }
+                policy
             }
         };
-        let compiled = CompiledPolicy::from_bytes(&bytes).map_err(|e| e.to_string())?;
-        let checker = Checker::new(&compiled, policy).map_err(|e| e.0)?;
+        let cluster = match self.evaluation.cluster_objects.is_empty() {
+            true => Vec::new(),
+            false => cluster_objects(&self.evaluation.cluster_objects, &self.namespace)?,
+        };
+        let mut checker = Checker::new(&compiled, policy).map_err(|e| e.0)?;
+        checker.cluster = cluster;
+        checker.warnings = warnings;
         let admission = Admission {
             namespace: self
                 .namespace
@@ -207,6 +256,14 @@ pub struct Checker {
     judging: Judging,
     /// Tells this checker's instances from another's on a worker thread.
     id: usize,
+    /// What answers the policy's lookups: the objects of the kinds it may
+    /// read, the input's and those given besides, known once the input
+    /// is read.
+    context: OnceLock<Arc<Context>>,
+    /// Objects already in the cluster (`--cluster-objects`).
+    cluster: Vec<Value>,
+    /// Said before any object is judged.
+    warnings: Vec<String>,
 }
 
 thread_local! {
@@ -278,6 +335,9 @@ impl Checker {
             compiled: compiled.clone(),
             judging,
             id: IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            context: OnceLock::new(),
+            cluster: Vec::new(),
+            warnings: Vec::new(),
         })
     }
 
@@ -306,6 +366,11 @@ impl Checker {
             ..Outcome::default()
         };
         outcome.warnings.extend(self.policy.unaudited());
+        outcome.warnings.extend(self.warnings.iter().cloned());
+        // The objects a context-aware policy may look up, as the input
+        // holds them.
+        let resources = &self.policy.context_aware_resources;
+        let mut readable: Vec<Value> = Vec::new();
         let mut said: HashSet<String> = outcome.warnings.iter().cloned().collect();
         let mut owners = objects::Owners::default();
         let mut namespaces = Namespaces::new();
@@ -325,6 +390,16 @@ impl Checker {
                     if let Some(warning) = identities.again(&manifest, &admission) {
                         outcome.warnings.push(warning);
                     }
+                    if let Some(identity) = &facts.identity
+                        && resources.iter().any(|resource| {
+                            resource.kind == identity.kind
+                                && group_version(&resource.api_version).0 == identity.group
+                        })
+                    {
+                        let mut object = manifest.object();
+                        in_namespace(&mut object, &admission.namespace);
+                        readable.push(object);
+                    }
                     owners.insert_all(facts.owner);
                     namespaces.extend(facts.namespace.clone());
                     admission.cluster_kinds.extend(facts.cluster_kind.clone());
@@ -334,6 +409,13 @@ impl Checker {
                 Input::Note(note) => outcome.notes.push(note),
             })
         });
+        readable.extend(self.cluster.iter().cloned());
+        let _ = self.context.set(Arc::new(Context {
+            policy: self.policy.name.clone(),
+            host: Arc::new(Cluster::new(readable)),
+            resources: resources.clone(),
+            allowed: Allowed::default(),
+        }));
         let total = spill.len();
         let mut read_back = spill.read_back().map_err(spilling)?;
         let mut done = 0;
@@ -414,7 +496,11 @@ impl Checker {
         INSTANCE.with(|cell| {
             let mut slot = cell.borrow_mut();
             if slot.as_ref().is_none_or(|(id, _)| *id != self.id) {
-                let instance = self.compiled.instantiate().map_err(|e| e.to_string())?;
+                let context = self.context.get().cloned().unwrap_or_default();
+                let instance = self
+                    .compiled
+                    .instantiate_with(context)
+                    .map_err(|e| e.to_string())?;
                 *slot = Some((self.id, instance));
             }
             let (_, instance) = slot.as_ref().expect("instantiated above");
@@ -480,11 +566,12 @@ impl Checker {
         }
         outcome.audited += usize::from(audited);
         let request = serde_json::to_vec(&request).unwrap_or_default();
-        let judged = self
-            .judging
-            .judge(instance, &request)
-            .map_err(|e| e.to_string())?;
-        let (accepted, message) = (judged.verdict.accepted, judged.line());
+        // A policy that fails on an object rejects it, as policy-server
+        // answers it (code 500).
+        let (accepted, message) = match self.judging.judge(instance, &request) {
+            Ok(judged) => (judged.verdict.accepted, judged.line()),
+            Err(e) => (false, Some(format!("internal server error: {e}"))),
+        };
         if generated {
             outcome.warn_once(format!(
                 "{ILLUSTRATIVE} `{}` are illustrative: the API server ends each name made from a \
@@ -544,6 +631,40 @@ impl Identities {
             manifest.source
         ))
     }
+}
+
+/// A namespaced object that names no namespace is in the one kubectl
+/// would create it in.
+fn in_namespace(object: &mut Value, namespace: &str) {
+    let kind = object["kind"].as_str().unwrap_or_default();
+    if policy_evaluator::kinds::namespaced(kind)
+        && object["metadata"]["namespace"].as_str().is_none()
+        && let Some(metadata) = object["metadata"].as_object_mut()
+    {
+        metadata.insert("namespace".to_string(), Value::from(namespace));
+    }
+}
+
+/// The objects `--cluster-objects` names, read as manifests are: any that
+/// cannot be read is an error, since a lookup would silently miss it.
+fn cluster_objects(inputs: &[String], namespace: &Option<String>) -> Result<Vec<Value>, String> {
+    let read = manifests::read_inputs(inputs);
+    if let Some(unusable) = read.unusable.first() {
+        return Err(format!(
+            "--cluster-objects: {}: {}",
+            unusable.source, unusable.reason
+        ));
+    }
+    let namespace = namespace.as_deref().unwrap_or("default");
+    Ok(read
+        .manifests
+        .iter()
+        .map(|manifest| {
+            let mut object = manifest.object();
+            in_namespace(&mut object, namespace);
+            object
+        })
+        .collect())
 }
 
 /// How the warning about made-up name suffixes starts.

@@ -12,10 +12,15 @@
 //! rejection says the group's message, each rejecting member's message in
 //! `status.details.causes` as policy-server puts it there.
 //!
+//! A policy that changes the object answers with the JSONPatch, as a
+//! mutating webhook does, where its `spec.mutating` lets it (a policy run
+//! with settings alone may); one that may not is refused as policy-server
+//! refuses it.
+//!
 //! This stands in for policy-server in the cluster tests (`cluster/run`) and
-//! in experiments, and nowhere else: it has no mutation and no
-//! context-aware calls, and its `/metrics` say where a review's time goes
-//! (`metrics`), not policy-server's series. Users run policy-server.
+//! in experiments, and nowhere else: its host calls are answered by
+//! nothing, and its `/metrics` say where a review's time goes (`metrics`),
+//! not policy-server's series. Users run policy-server.
 
 mod metrics;
 
@@ -32,9 +37,10 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::admission::Policy as Declared;
-use crate::group::{Judged, Judging};
-use crate::{CompiledPolicy, Policy};
 use metrics::{Metrics, Timed, seconds};
+use policy_evaluator::group::{Judged, Judging};
+use policy_evaluator::response::{AdmissionResponse, PatchType};
+use policy_evaluator::{CompiledPolicy, Policy};
 
 /// Where the webhook listens and what it answers with.
 pub struct Options {
@@ -72,6 +78,13 @@ struct RequestUid {
 pub struct Response {
     pub uid: String,
     pub allowed: bool,
+    /// `JSONPatch` when the policy changed the object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patch_type: Option<PatchType>,
+    /// The change, a JSONPatch, base64-encoded: what a mutating webhook
+    /// hands the API server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,11 +149,22 @@ pub fn answer(instance: &Policy, judging: &Judging, body: &[u8]) -> Result<Value
     let judged = judging
         .judge(instance, request.get().as_bytes())
         .map_err(|e| Refusal::Module(e.to_string()))?;
-    Ok(review_answer(uid, judged))
+    Ok(review_answer(uid, judged, request.get().as_bytes()))
 }
 
-fn review_answer(uid: String, judged: Judged) -> Value {
+fn review_answer(uid: String, judged: Judged, request: &[u8]) -> Value {
     let Judged { verdict, causes } = judged;
+    // A mutation as policy-server sends it: the JSONPatch from the
+    // request's object (which a mutating policy only answers with where it
+    // may mutate: `Judging` refuses it otherwise).
+    let (patch_type, patch) = match verdict.mutated_object.is_some() || verdict.patch.is_some() {
+        true => {
+            let object = request_object(request);
+            let response = AdmissionResponse::from_verdict(&uid, object.as_ref(), &verdict);
+            (response.patch_type, response.patch)
+        }
+        false => (None, None),
+    };
     let details = (!causes.is_empty()).then(|| Details {
         causes: causes
             .into_iter()
@@ -161,6 +185,8 @@ fn review_answer(uid: String, judged: Judged) -> Value {
     let response = Response {
         uid,
         allowed: verdict.accepted,
+        patch_type,
+        patch,
         status,
         audit_annotations: verdict.audit_annotations,
         warnings: verdict.warnings,
@@ -170,6 +196,18 @@ fn review_answer(uid: String, judged: Judged) -> Value {
         "kind": "AdmissionReview",
         "response": response,
     })
+}
+
+/// The object a request asks to write; `None` without one.
+fn request_object(request: &[u8]) -> Option<Value> {
+    #[derive(Deserialize)]
+    struct Object {
+        #[serde(default)]
+        object: Option<Value>,
+    }
+    let mut de = serde_json::Deserializer::from_slice(request);
+    de.disable_recursion_limit();
+    Object::deserialize(&mut de).ok().and_then(|o| o.object)
 }
 
 struct Shared {

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
-use policy_host::{CompiledPolicy, Policy, ValidationVerdict};
+use policy_evaluator::{CompiledPolicy, Policy, ValidationVerdict};
 
 pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -93,6 +93,7 @@ fn run() -> Result<(), String> {
         strict: false,
         hidden: false,
         jobs,
+        evaluation: Default::default(),
     };
     for run in 1..=runs {
         let start = Instant::now();

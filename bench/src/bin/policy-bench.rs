@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use policy_host::{CompiledPolicy, Policy, validate_payload};
+use policy_evaluator::{CompiledPolicy, Policy, validate_payload};
 use serde_json::{Value, json};
 
 const USAGE: &str = "usage: policy-bench [--rounds N] [--settings JSON] [--only NAME] [--write-payloads DIR] [--calls N [--floor]] <module.wasm>...
@@ -207,7 +207,7 @@ fn calls_for(payload_len: usize) -> usize {
 
 fn time_calls(
     calls: usize,
-    mut call: impl FnMut() -> Result<(), policy_host::HostError>,
+    mut call: impl FnMut() -> Result<(), policy_evaluator::HostError>,
 ) -> Result<f64, String> {
     let start = Instant::now();
     for _ in 0..calls {

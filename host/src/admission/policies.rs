@@ -3,14 +3,17 @@
 //! AdmissionPolicy manifest, the members and `expression` of a policy group,
 //! or, without a manifest, the rules in the module's Kubewarden metadata.
 
+use std::collections::BTreeSet;
+
+use policy_evaluator::metadata::Resource;
 use serde_json::Value;
 
 use super::conditions::{self, Condition};
-use super::kinds::Addressed;
 use super::rules::Rule;
 use super::selectors::{NAME_LABEL, Namespaces, Selector};
-use crate::Policy as Instance;
-use crate::group::{Expression, Judging};
+use policy_evaluator::Policy as Instance;
+use policy_evaluator::group::{Expression, Judging};
+use policy_evaluator::kinds::Addressed;
 
 /// What a policy judges with: one module's settings, or a group's members
 /// combined by its expression.
@@ -43,6 +46,13 @@ pub struct Policy {
     /// `spec.matchConditions`, which the API server evaluates first.
     conditions: Vec<Condition>,
     pub judge: Judge,
+    /// `spec.mutating`: whether policy-server lets it change an object
+    /// (`kwctl run` of a module does).
+    pub mutating: bool,
+    /// The kinds it may look up: a ClusterAdmissionPolicy's
+    /// `spec.contextAwareResources`; none for an AdmissionPolicy, which
+    /// policy-server never lets look up.
+    pub context_aware_resources: BTreeSet<Resource>,
 }
 
 /// Whether a policy judges an object, and if it cannot tell, why.
@@ -70,6 +80,8 @@ impl Policy {
             background_audit: true,
             conditions: Vec::new(),
             judge: Judge::Single { settings },
+            mutating: true,
+            context_aware_resources: BTreeSet::new(),
         }
     }
 
@@ -107,12 +119,19 @@ impl Policy {
                 &self.name,
                 &[(self.name.clone(), settings.clone())],
                 None,
+                self.mutating,
             ),
             Judge::Group {
                 members,
                 expression,
                 message,
-            } => Judging::new(instance, &self.name, members, Some((expression, message))),
+            } => Judging::new(
+                instance,
+                &self.name,
+                members,
+                Some((expression, message)),
+                false,
+            ),
         }
     }
 
@@ -158,6 +177,33 @@ impl Policy {
             _ => None,
         };
         let conditions = conditions::read(spec).map_err(|e| format!("{kind} {name}: {e}"))?;
+        let context_aware_resources = match (kind, &spec["contextAwareResources"]) {
+            ("ClusterAdmissionPolicy", Value::Array(resources)) => resources
+                .iter()
+                .map(|resource| serde_json::from_value::<Resource>(resource.clone()))
+                .collect::<Result<BTreeSet<_>, _>>()
+                .map_err(|e| format!("{kind} {name}: `spec.contextAwareResources`: {e}"))?,
+            (_, Value::Null) => BTreeSet::new(),
+            ("ClusterAdmissionPolicy", _) => {
+                return Err(format!(
+                    "{kind} {name}: `spec.contextAwareResources` is not a list"
+                ));
+            }
+            (_, _) => {
+                return Err(format!(
+                    "{kind} {name}: `spec.contextAwareResources` is a ClusterAdmissionPolicy's field: policy-server lets no {kind} look up the cluster"
+                ));
+            }
+        };
+        let mutating = match &spec["mutating"] {
+            Value::Null => false,
+            Value::Bool(mutating) => *mutating,
+            _ => {
+                return Err(format!(
+                    "{kind} {name}: `spec.mutating` is not true or false"
+                ));
+            }
+        };
         Ok(Policy {
             name,
             mode: spec["mode"].as_str().unwrap_or("protect").to_string(),
@@ -168,6 +214,8 @@ impl Policy {
             background_audit: spec["backgroundAudit"].as_bool().unwrap_or(true),
             conditions,
             judge,
+            mutating,
+            context_aware_resources,
         })
     }
 

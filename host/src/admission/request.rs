@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use policy_core::bookkeeping::Controller;
 use policy_core::provenance::CONTROLLER_ACCOUNT;
 
-use super::kinds::Addressed;
+use policy_evaluator::kinds::Addressed;
 
 /// Whoever applies the manifests when nobody is named. Any name but a
 /// node's or a controller's is judged alike; the policy judges a request

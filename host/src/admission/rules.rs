@@ -66,24 +66,20 @@ impl Rule {
 
 /// The rules in a module's Kubewarden metadata, if `kwctl annotate` wrote
 /// them (`None` for a module without metadata).
-pub fn module_rules(module: &[u8]) -> Result<Option<Vec<Rule>>, String> {
-    use wasmparser::{Parser, Payload};
-    for payload in Parser::new(0).parse_all(module) {
-        let payload = payload.map_err(|e| format!("not a WebAssembly module: {e}"))?;
-        if let Payload::CustomSection(section) = payload
-            && section.name() == "io.kubewarden.metadata"
-        {
-            let metadata: Value = serde_json::from_slice(section.data())
-                .map_err(|e| format!("its Kubewarden metadata is not JSON: {e}"))?;
-            let rules = metadata["rules"]
-                .as_array()
-                .ok_or("its Kubewarden metadata has no rules")?
-                .iter()
-                .map(Rule::from_json)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| format!("its Kubewarden metadata: a rule: {e}"))?;
-            return Ok(Some(rules));
-        }
-    }
-    Ok(None)
+pub fn module_rules(
+    metadata: Option<&policy_evaluator::metadata::Metadata>,
+) -> Result<Option<Vec<Rule>>, String> {
+    let Some(metadata) = metadata else {
+        return Ok(None);
+    };
+    let rules = metadata
+        .rules
+        .as_ref()
+        .and_then(Value::as_array)
+        .ok_or("its Kubewarden metadata has no rules")?
+        .iter()
+        .map(Rule::from_json)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("its Kubewarden metadata: a rule: {e}"))?;
+    Ok(Some(rules))
 }

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use policy_host::{CompiledPolicy, Policy, ValidationVerdict};
-use serde::{Deserialize, Serialize};
+use policy_evaluator::metadata::ExecutionMode;
+use policy_evaluator::{CompiledPolicy, Policy};
+use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -36,16 +37,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Evaluate one request and print the answer as `kwctl run` does.
-    Run {
-        /// The policy module (`policy.wasm`).
-        module: PathBuf,
-        /// The AdmissionRequest, bare or inside an AdmissionReview (JSON).
-        #[arg(short = 'r', long)]
-        request_path: PathBuf,
-        #[command(flatten)]
-        settings: SettingsArgs,
-    },
+    /// Evaluate one request and print the answer as `kwctl run` does: the
+    /// AdmissionResponse, a mutation as its base64 JSONPatch.
+    Run(RunArgs),
     /// Check the settings of every policy a ClusterAdmissionPolicy or a
     /// policy group declares, and, given a request, print each member's
     /// verdict. Exit status 1 when some settings are invalid.
@@ -104,6 +98,55 @@ struct ServeArgs {
     record: Option<PathBuf>,
 }
 
+/// `kwctl run`'s flags, where the runner stands in for it.
+#[derive(Args)]
+struct RunArgs {
+    /// The policy module (any execution mode), or a YAML file of
+    /// ClusterAdmissionPolicies and AdmissionPolicies whose `spec.module`
+    /// names local modules.
+    module: PathBuf,
+    /// The AdmissionRequest, bare or inside an AdmissionReview (JSON), or
+    /// any JSON with --raw; `-` reads standard input.
+    #[arg(short = 'r', long)]
+    request_path: PathBuf,
+    #[command(flatten)]
+    settings: SettingsArgs,
+    /// The execution mode (kubewarden, wasi, opa, gatekeeper); a module's
+    /// metadata gives it, and must agree.
+    #[arg(short = 'e', long, value_name = "MODE", value_parser = ExecutionMode::parse)]
+    execution_mode: Option<ExecutionMode>,
+    /// Validate a raw request: any JSON, not an AdmissionRequest.
+    #[arg(long)]
+    raw: bool,
+    /// Let the policy look up the kinds its metadata lists
+    /// (`contextAwareResources`); without it, it may look up none.
+    #[arg(long)]
+    allow_context_aware: bool,
+    /// Record every host call and its answer to FILE, a kwctl session.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "replay_host_capabilities_interactions"
+    )]
+    record_host_capabilities_interactions: Option<PathBuf>,
+    /// Answer the host calls from FILE, a session kwctl or this runner
+    /// recorded, in its order.
+    #[arg(long, value_name = "FILE")]
+    replay_host_capabilities_interactions: Option<PathBuf>,
+    /// The host capabilities the policy may call: `*`, a capability
+    /// (`net/v1/dns_lookup_host`) or a prefix (`oci/*`).
+    #[arg(long, num_args = 0.., default_values_t = ["*".to_string()])]
+    allowed_host_capabilities: Vec<String>,
+    /// Files and directories of objects (manifests, or `kubectl get -o
+    /// yaml` output) that answer the policy's Kubernetes lookups, as if
+    /// they were the cluster.
+    #[arg(long, value_name = "PATH")]
+    cluster_objects: Vec<String>,
+    /// kwctl's name for --no-cache.
+    #[arg(long)]
+    disable_wasmtime_cache: bool,
+}
+
 /// The policy's settings, as `kwctl run` takes them.
 #[derive(Args)]
 struct SettingsArgs {
@@ -111,7 +154,7 @@ struct SettingsArgs {
     #[arg(long, conflicts_with = "settings_path")]
     settings_json: Option<String>,
     /// A file with the settings (YAML or JSON).
-    #[arg(long)]
+    #[arg(short = 's', long)]
     settings_path: Option<PathBuf>,
 }
 
@@ -159,6 +202,20 @@ struct CheckArgs {
     /// is the same whatever the number.
     #[arg(short = 'j', long, env = "POLICY_RUNNER_JOBS", default_value_t = 0)]
     jobs: usize,
+    /// The execution mode (kubewarden, wasi, opa, gatekeeper); a module's
+    /// metadata gives it, and must agree.
+    #[arg(short = 'e', long, value_name = "MODE", value_parser = ExecutionMode::parse)]
+    execution_mode: Option<ExecutionMode>,
+    /// Without --policy: let the module look up the kinds its metadata
+    /// lists (`contextAwareResources`). Its lookups are answered from the
+    /// objects checked and --cluster-objects.
+    #[arg(long)]
+    allow_context_aware: bool,
+    /// Files and directories of objects already in the cluster, which the
+    /// policy's Kubernetes lookups see beside the objects checked (they
+    /// are not judged).
+    #[arg(long, value_name = "PATH")]
+    cluster_objects: Vec<String>,
 }
 
 #[derive(Args)]
@@ -227,16 +284,13 @@ fn main() -> ExitCode {
     // For `check` and `test`, 1 means that something was rejected or
     // failed.
     let checking = matches!(cli.command, Command::Check(_) | Command::Test(_));
-    if let Err(message) = keep_compiled_modules(&cli) {
+    let no_cache = matches!(&cli.command, Command::Run(run) if run.disable_wasmtime_cache);
+    if let Err(message) = keep_compiled_modules(&cli, no_cache) {
         eprintln!("Error: {message}");
         return ExitCode::from(if checking { 2 } else { 1 });
     }
     let result = match cli.command {
-        Command::Run {
-            module,
-            request_path,
-            settings,
-        } => run_request(&module, &request_path, &settings),
+        Command::Run(args) => run_request(args),
         Command::Manifest {
             module,
             manifest,
@@ -260,20 +314,20 @@ fn main() -> ExitCode {
 /// `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows). Where that
 /// one cannot be used (a read-only home), a note says so and the run goes
 /// on; a directory the user gave that cannot be used is an error.
-fn keep_compiled_modules(cli: &Cli) -> Result<(), String> {
-    if cli.no_cache {
-        return policy_host::keep_compiled_modules(None);
+fn keep_compiled_modules(cli: &Cli, no_cache: bool) -> Result<(), String> {
+    use policy_evaluator::keep_compiled_modules as keep;
+    if cli.no_cache || no_cache {
+        return keep(None);
     }
     if let Some(directory) = &cli.cache_dir {
-        return policy_host::keep_compiled_modules(Some(directory))
-            .map_err(|e| format!("--cache-dir: {e}"));
+        return keep(Some(directory)).map_err(|e| format!("--cache-dir: {e}"));
     }
     let default =
         directories_next::BaseDirs::new().map(|dirs| dirs.cache_dir().join("policy-runner"));
     let Some(default) = default else {
-        return policy_host::keep_compiled_modules(None);
+        return keep(None);
     };
-    if let Err(message) = policy_host::keep_compiled_modules(Some(&default)) {
+    if let Err(message) = keep(Some(&default)) {
         eprintln!(
             "note: {message} (--cache-dir DIR or POLICY_RUNNER_CACHE_DIR names another; --no-cache keeps none)"
         );
@@ -326,6 +380,11 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
         strict: args.strict,
         hidden: args.hidden,
         jobs: args.jobs,
+        evaluation: policy_host::check::Evaluation {
+            execution_mode: args.execution_mode,
+            allow_context_aware: args.allow_context_aware,
+            cluster_objects: args.cluster_objects,
+        },
     };
     let mut progress: Option<Progress> = None;
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
@@ -406,25 +465,48 @@ fn run_serve(args: ServeArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_request(
-    module: &Path,
-    request_path: &Path,
-    settings_args: &SettingsArgs,
-) -> Result<ExitCode, String> {
-    let settings = settings(settings_args)?.unwrap_or_else(|| Value::Object(Default::default()));
-    let request = read_request(request_path)?;
-    let policy = load(module)?;
-    let settings = serde_json::to_vec(&settings).map_err(|e| e.to_string())?;
-    let verdict = policy
-        .validate_settings(&settings)
-        .map_err(|e| e.to_string())?;
-    if !verdict.valid {
-        return Err(format!(
-            "Provided settings are not valid: {}",
-            verdict.message.unwrap_or_default()
-        ));
+fn run_request(args: RunArgs) -> Result<ExitCode, String> {
+    use policy_host::run::{Command, Session};
+    let request = match args.request_path.as_os_str() == "-" {
+        true => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| format!("Error reading request from stdin: {e}"))?;
+            text
+        }
+        false => std::fs::read_to_string(&args.request_path).map_err(|e| {
+            format!(
+                "Error opening request file {}; {e}",
+                args.request_path.display()
+            )
+        })?,
+    };
+    let session = match (
+        args.record_host_capabilities_interactions,
+        args.replay_host_capabilities_interactions,
+    ) {
+        (Some(path), _) => Some(Session::Record(path)),
+        (None, Some(path)) => Some(Session::Replay(path)),
+        (None, None) => None,
+    };
+    let command = Command {
+        target: args.module,
+        request,
+        settings: settings(&args.settings)?,
+        execution_mode: args.execution_mode,
+        raw: args.raw,
+        allow_context_aware: args.allow_context_aware,
+        session,
+        allowed_host_capabilities: args.allowed_host_capabilities,
+        cluster_objects: args.cluster_objects,
+    };
+    let ran = command.run()?;
+    for line in &ran.said {
+        eprintln!("warning: {line}");
     }
-    println!("{}", evaluate(&policy, &request, &settings)?);
+    for line in &ran.lines {
+        report(&format!("{line}\n"))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -479,18 +561,15 @@ fn load(module: &Path) -> Result<Policy, String> {
 }
 
 /// A request as read from a file: its exact JSON text, sent to the module
-/// unchanged, and its uid for the answer.
+/// unchanged.
 struct Request {
     json: String,
-    uid: String,
 }
 
 #[derive(Deserialize)]
 struct Envelope<'a> {
     #[serde(borrow, default)]
     request: Option<&'a RawValue>,
-    #[serde(default)]
-    uid: Option<String>,
 }
 
 /// Reads a bare AdmissionRequest, or the request inside an AdmissionReview.
@@ -499,13 +578,12 @@ fn read_request(path: &Path) -> Result<Request, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let outer = envelope(path, &text)?;
-    let (json, uid) = match outer.request {
-        Some(inner) => (inner.get(), envelope(path, inner.get())?.uid),
-        None => (text.as_str(), outer.uid),
+    let json = match outer.request {
+        Some(inner) => inner.get(),
+        None => text.as_str(),
     };
     Ok(Request {
         json: json.to_string(),
-        uid: uid.unwrap_or_default(),
     })
 }
 
@@ -549,38 +627,7 @@ fn read_yaml(path: &Path) -> Result<Value, String> {
 }
 
 /// kwctl's one-line AdmissionResponse, field for field.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct AdmissionResponse<'a> {
-    uid: &'a str,
-    allowed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<Status<'a>>,
-    audit_annotations: &'a Option<serde_json::Map<String, Value>>,
-    warnings: &'a Option<Vec<String>>,
-}
-
-#[derive(Serialize)]
-struct Status<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    code: Option<u16>,
-}
-
 fn evaluate(policy: &Policy, request: &Request, settings: &[u8]) -> Result<String, String> {
-    let verdict: ValidationVerdict = policy
-        .validate(request.json.as_bytes(), settings)
-        .map_err(|e| e.to_string())?;
-    let response = AdmissionResponse {
-        uid: &request.uid,
-        allowed: verdict.accepted,
-        status: (!verdict.accepted).then_some(Status {
-            message: verdict.message.as_deref(),
-            code: verdict.code,
-        }),
-        audit_annotations: &verdict.audit_annotations,
-        warnings: &verdict.warnings,
-    };
+    let response = policy.evaluate(request.json.as_bytes(), settings, false);
     serde_json::to_string(&response).map_err(|e| e.to_string())
 }

@@ -6,10 +6,10 @@ use serde_json::Value;
 use super::Outcome;
 use super::file::{Expected, Operation, TestFile, Verdict};
 use super::loaded::{Modules, Object, ReadyPolicy, Test, read_objects};
-use crate::admission::kinds::Addressed;
 use crate::admission::{Scope, audit, request};
 use crate::check::objects::{self, Admission};
-use crate::group::Judging;
+use policy_evaluator::group::Judging;
+use policy_evaluator::kinds::Addressed;
 
 /// One expected result for one object, and what came of it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use super::file::TestFile;
 use crate::admission::{self, Declared, Judge, Namespaces, Policy};
 use crate::check::manifests::{self, Input};
 use crate::check::objects::{self, Admission, Candidate};
-use crate::group::Judging;
-use crate::{CompiledPolicy, Policy as Instance};
+use policy_evaluator::group::Judging;
+use policy_evaluator::{CompiledPolicy, Policy as Instance};
 
 /// The modules of a run, each compiled once, by the first worker that
 /// needs it: a module no policy names is never compiled.
@@ -216,7 +216,14 @@ impl<'t> Test<'t> {
                 .iter()
                 .map(|(name, settings)| {
                     let settings = serde_json::to_vec(settings).map_err(|e| e.to_string())?;
-                    Ok((name.clone(), Judging::Single(settings)))
+                    // A member alone, as the group judges it: it may not
+                    // mutate.
+                    let alone = Judging::Single {
+                        settings,
+                        mutating: false,
+                        name: format!("{}/{name}", policy.name),
+                    };
+                    Ok((name.clone(), alone))
                 })
                 .collect::<Result<_, String>>()?,
         };

@@ -179,7 +179,7 @@ fn take_object(value: Value, json: Option<String>, source: Source, found: &mut d
 fn served_by_no_cluster(value: &Value) -> Option<&str> {
     let api_version = value.get("apiVersion")?.as_str()?;
     let kustomize = matches!(
-        crate::admission::kinds::group_version(api_version),
+        policy_evaluator::kinds::group_version(api_version),
         ("", "builtin") | ("kustomize.config.k8s.io", _)
     );
     kustomize.then_some(api_version)

@@ -48,7 +48,7 @@ fn metadata_problem(value: &Value, object: &serde_json::Map<String, Value>) -> O
         });
     }
     let api_version = value["apiVersion"].as_str().unwrap_or_default();
-    let (group, _) = crate::admission::kinds::group_version(api_version);
+    let (group, _) = policy_evaluator::kinds::group_version(api_version);
     let kind = value["kind"].as_str().unwrap_or_default();
     strings_only("", metadata)
         .or_else(|| nested_strings_only(value))
@@ -120,8 +120,8 @@ fn strings_only(at: &str, metadata: &serde_json::Map<String, Value>) -> Option<S
 /// refused as it is at the top). A custom resource's schema is its CRD's,
 /// which the check does not know.
 fn nested_strings_only(object: &Value) -> Option<String> {
-    let (group, _) = crate::admission::kinds::group_version(object["apiVersion"].as_str()?);
-    if !crate::admission::kinds::kubernetes_group(group) {
+    let (group, _) = policy_evaluator::kinds::group_version(object["apiVersion"].as_str()?);
+    if !policy_evaluator::kinds::kubernetes_group(group) {
         return None;
     }
     fn walk(value: &Value, at: &mut String) -> Option<String> {

@@ -34,7 +34,7 @@ impl Facts {
     pub fn of(object: &Value) -> Facts {
         let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
         let metadata = &object["metadata"];
-        let (group, _) = crate::admission::kinds::group_version(
+        let (group, _) = policy_evaluator::kinds::group_version(
             object["apiVersion"].as_str().unwrap_or_default(),
         );
         let name = text(&metadata["name"]);

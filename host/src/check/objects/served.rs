@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
-use crate::admission::kinds::group_version;
+use policy_evaluator::kinds::group_version;
 
 const TABLE: &str = include_str!("kubernetes-kinds.tsv");
 

@@ -1,7 +1,7 @@
 //! The host against tiny hand-written guests, so that each failure mode is
 //! seen for real: a trap, a waPC error, an answer that is not JSON.
 
-use policy_host::{CompiledPolicy, HostError};
+use policy_evaluator::{CompiledPolicy, HostError};
 
 /// A waPC guest that picks its behaviour by the length of the operation
 /// name: 4 ("trap") traps, 5 ("error") returns a waPC error, anything else
@@ -32,7 +32,7 @@ const GUEST: &str = r#"
     (i32.const 1)))
 "#;
 
-fn guest() -> policy_host::Policy {
+fn guest() -> policy_evaluator::Policy {
     CompiledPolicy::from_bytes(GUEST.as_bytes())
         .and_then(|compiled| compiled.instantiate())
         .unwrap_or_else(|e| panic!("{e}"))
@@ -101,7 +101,7 @@ fn a_file_that_is_not_webassembly_is_named_in_one_line() {
 #[test]
 fn the_validate_payload_is_policy_servers() {
     assert_eq!(
-        policy_host::validate_payload(br#"{"uid":"1"}"#, br#"{"a":1}"#),
+        policy_evaluator::validate_payload(br#"{"uid":"1"}"#, br#"{"a":1}"#),
         br#"{"request":{"uid":"1"},"settings":{"a":1}}"#
     );
 }

@@ -19,13 +19,22 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use crate::response::not_allowed_to_mutate;
 use crate::{HostError, Policy, ValidationVerdict};
 
 /// What judges a request: one policy's settings, or a group of members.
 #[derive(Debug, Clone)]
 pub enum Judging {
-    /// The settings, as JSON text.
-    Single(Vec<u8>),
+    Single {
+        /// The settings, as JSON text.
+        settings: Vec<u8>,
+        /// Whether the policy may answer with a changed object
+        /// (`spec.mutating`): one that may not and does is refused, as
+        /// policy-server refuses it.
+        mutating: bool,
+        /// Its name, in that refusal.
+        name: String,
+    },
     Group(Group),
 }
 
@@ -80,20 +89,21 @@ impl Judged {
 impl Judging {
     /// One policy's settings, or a group's members with their expression and
     /// message; every member's settings validated by `instance`, as
-    /// policy-server validates them before it starts. `name` names the
-    /// policy in the error.
+    /// policy-server validates them before it starts (a guest that fails
+    /// to answer makes them invalid, in policy-server's words). `name`
+    /// names the policy in the error; `mutating` is a single policy's
+    /// `spec.mutating` (a group's members never mutate).
     pub fn new(
         instance: &Policy,
         name: &str,
         members: &[(String, Value)],
         group: Option<(&Expression, &str)>,
+        mutating: bool,
     ) -> Result<Judging, String> {
         let mut settings = Vec::with_capacity(members.len());
         for (member, value) in members {
             let bytes = serde_json::to_vec(value).map_err(|e| e.to_string())?;
-            let verdict = instance
-                .validate_settings(&bytes)
-                .map_err(|e| e.to_string())?;
+            let verdict = instance.settings_verdict(&bytes);
             if !verdict.valid {
                 let whose = match group {
                     Some(_) => format!("{member} in {name}"),
@@ -107,7 +117,11 @@ impl Judging {
             settings.push((member.clone(), bytes));
         }
         Ok(match group {
-            None => Judging::Single(settings.pop().map(|(_, s)| s).unwrap_or_default()),
+            None => Judging::Single {
+                settings: settings.pop().map(|(_, s)| s).unwrap_or_default(),
+                mutating,
+                name: name.to_string(),
+            },
             Some((expression, message)) => Judging::Group(Group {
                 members: settings,
                 expression: expression.clone(),
@@ -119,13 +133,58 @@ impl Judging {
     /// Judges `request` (an AdmissionRequest's JSON text).
     pub fn judge(&self, instance: &Policy, request: &[u8]) -> Result<Judged, HostError> {
         match self {
-            Judging::Single(settings) => Ok(Judged {
-                verdict: instance.validate(request, settings)?,
-                causes: Vec::new(),
-            }),
+            Judging::Single {
+                settings,
+                mutating,
+                name,
+            } => {
+                let verdict = instance.validate(request, settings)?;
+                let verdict = match !mutating && changes(request, &verdict) {
+                    true => ValidationVerdict::rejected(not_allowed_to_mutate(name), None),
+                    false => verdict,
+                };
+                Ok(Judged {
+                    verdict,
+                    causes: Vec::new(),
+                })
+            }
             Judging::Group(group) => group.judge(instance, request),
         }
     }
+
+    /// The settings each member is judged with, by name.
+    pub fn settings(&self) -> Vec<(&str, &[u8])> {
+        match self {
+            Judging::Single { settings, name, .. } => vec![(name.as_str(), settings.as_slice())],
+            Judging::Group(group) => group
+                .members
+                .iter()
+                .map(|(name, settings)| (name.as_str(), settings.as_slice()))
+                .collect(),
+        }
+    }
+}
+
+/// Whether a verdict changes the request's object: its JSONPatch would
+/// not be empty.
+fn changes(request: &[u8], verdict: &ValidationVerdict) -> bool {
+    if verdict.patch.is_some() {
+        return true;
+    }
+    let Some(mutated) = &verdict.mutated_object else {
+        return false;
+    };
+    #[derive(serde::Deserialize)]
+    struct Object {
+        #[serde(default)]
+        object: Option<Value>,
+    }
+    let mut de = serde_json::Deserializer::from_slice(request);
+    de.disable_recursion_limit();
+    let object = serde::Deserialize::deserialize(&mut de)
+        .map(|o: Object| o.object)
+        .unwrap_or_default();
+    object.as_ref() != Some(mutated)
 }
 
 impl Group {
@@ -135,7 +194,17 @@ impl Group {
         // expression makes count.
         let mut verdicts = Vec::with_capacity(self.members.len());
         for (name, settings) in &self.members {
-            verdicts.push((name.as_str(), instance.validate(request, settings)?));
+            let verdict = instance.validate(request, settings)?;
+            // policy-server refuses a member's mutation as the member's
+            // rejection.
+            let verdict = match changes(request, &verdict) {
+                true => ValidationVerdict::rejected(
+                    "mutation is not allowed inside of policy group".to_string(),
+                    None,
+                ),
+                false => verdict,
+            };
+            verdicts.push((name.as_str(), verdict));
         }
         let answers: Vec<(&str, bool)> = verdicts.iter().map(|(n, v)| (*n, v.accepted)).collect();
         let evaluation = self.expression.evaluate(&answers);
@@ -167,9 +236,7 @@ impl Group {
                 accepted,
                 message: (!accepted).then_some(message),
                 code: if accepted { None } else { code },
-                mutated_object: None,
-                audit_annotations: None,
-                warnings: None,
+                ..ValidationVerdict::accepted()
             },
             causes,
         })

@@ -1,0 +1,3 @@
+module example.com/evaluator-test-wasi
+
+go 1.26
