@@ -712,3 +712,114 @@ owner_suite() {
   [[ "$output" == *'rejected'* ]]
   [[ "$output" != *$'\e['* ]]
 }
+
+# Every execution mode, with the project's own test policies
+# (evaluator/tests/policies/, built and annotated into target/test-policies/
+# by `cargo test -p policy-evaluator`, which `make test` runs first): the
+# same lines under kwctl and under the runner.
+
+modes_built() {
+  if [ ! -f "$BATS_TEST_DIRNAME/target/test-policies/wapc.wasm" ]; then
+    skip "the test policies are not built: cargo test -p policy-evaluator builds them"
+  fi
+}
+
+mode_run() {
+  local module="$1" request="$2"
+  shift 2
+  run --separate-stderr $RUNNER "target/test-policies/$module" -r "test_data/modes/$request" "$@"
+}
+
+patch_of() {
+  jq -r '.patch | @base64d' <<<"$output"
+}
+
+@test "waPC: a mutation is printed as kwctl prints it, its JSONPatch base64-encoded" {
+  modes_built
+  mode_run wapc.wasm pod-open.json --settings-json '{"annotation":"example.com/checked"}'
+  accepted
+  [[ "$output" == *'"patchType":"JSONPatch"'* ]]
+  [ "$(patch_of)" = '[{"op":"add","path":"/metadata/annotations","value":{"example.com/checked":"yes"}}]' ]
+}
+
+@test "waPC: a lookup answered from a kwctl session file rejects, and without access is refused" {
+  modes_built
+  mode_run wapc.wasm pod-closed.json --settings-json '{"annotation":"a","denyLabel":"locked"}' \
+    --allow-context-aware --replay-host-capabilities-interactions test_data/modes/session-closed.yml
+  rejected_with 'Namespace closed is labelled locked=true'
+  mode_run wapc.wasm pod-closed.json --settings-json '{"annotation":"a","denyLabel":"locked"}' \
+    --replay-host-capabilities-interactions test_data/modes/session-closed.yml
+  rejected_with 'cannot look up Namespace closed: Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported.'
+}
+
+@test "waPC: a guest error in validate_settings is invalid settings, in kwctl's words" {
+  modes_built
+  mode_run wapc.wasm pod-open.json --settings-json '{"fail":true}'
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == *'Provided settings are not valid: Error invoking settings validation callback: GuestCallFailure('*'settings validation failed on request'* ]]
+}
+
+@test "WASI: a Go program rejects, and mutates with a label" {
+  modes_built
+  mode_run wasi.wasm pod-debug.json --settings-json '{"forbidden":"debug"}'
+  rejected_with 'name debug-shell contains debug'
+  mode_run wasi.wasm pod-open.json --settings-json '{"forbidden":"debug","label":"team"}'
+  accepted
+  [ "$(patch_of)" = '[{"op":"add","path":"/metadata/labels/team","value":"wasi"}]' ]
+}
+
+@test "opa and gatekeeper: Rego run in the mode the metadata gives, or -e for a bare module" {
+  modes_built
+  mode_run opa.wasm pod-closed.json --settings-json '{"denied_namespaces":["closed"]}'
+  rejected_with 'namespace closed is denied'
+  mode_run raw/opa.wasm pod-closed.json -e opa --settings-json '{"denied_namespaces":["closed"]}'
+  rejected_with 'namespace closed is denied'
+  mode_run gatekeeper.wasm pod-open.json --settings-json '{"labels":["team"]}'
+  rejected_with 'missing label team'
+  mode_run raw/gatekeeper.wasm pod-open.json -e gatekeeper --settings-json '{"labels":["app"]}'
+  accepted
+}
+
+@test "a policy whose spec.mutating is false is refused when it mutates" {
+  modes_built
+  printf '%s\n' 'apiVersion: policies.kubewarden.io/v1' 'kind: ClusterAdmissionPolicy' \
+    'metadata:' '  name: checked' 'spec:' \
+    "  module: file://$BATS_TEST_DIRNAME/target/test-policies/wapc.wasm" \
+    '  mutating: false' '  rules: []' '  settings:' '    annotation: example.com/checked' \
+    >"$BATS_TEST_TMPDIR/policies.yaml"
+  run --separate-stderr $RUNNER "$BATS_TEST_TMPDIR/policies.yaml" -r test_data/modes/pod-open.json
+  rejected_with 'Request rejected by policy checked. The policy attempted to mutate the request, but it is currently configured to not allow mutations.'
+  [[ "$output" != *'"patch"'* ]]
+}
+
+@test "run: lookups answered from a cluster dump, recorded to a session that replays the same line" {
+  modes_built
+  if [[ "$RUNNER" == kwctl* ]]; then
+    skip "--cluster-objects is policy-runner's: kwctl asks the cluster of the kubeconfig"
+  fi
+  local settings='{"forbidden":"debug","maxConfigMaps":1}' session="$BATS_TEST_TMPDIR/session.yml"
+  mode_run wasi.wasm pod-open.json --settings-json "$settings" --allow-context-aware \
+    --cluster-objects test_data/modes/cluster.yaml --record-host-capabilities-interactions "$session"
+  rejected_with 'Namespace open holds 2 ConfigMaps, more than 1'
+  local recorded="$output"
+  grep -q '!KubernetesListResourceNamespace' "$session"
+  mode_run wasi.wasm pod-open.json --settings-json "$settings" --allow-context-aware \
+    --replay-host-capabilities-interactions "$session"
+  [ "$output" = "$recorded" ]
+  # Nothing answers: the call fails, naming what would answer it.
+  mode_run wasi.wasm pod-open.json --settings-json "$settings" --allow-context-aware
+  rejected_with 'policy-runner does not answer the host capability kubernetes/list_resources_by_namespace here'
+}
+
+@test "check: a context-aware policy's lookups are answered from the objects checked" {
+  modes_built
+  if [ ! -x "$BATS_TEST_DIRNAME/target/debug/policy-runner" ]; then
+    skip "policy-runner is not built"
+  fi
+  run --separate-stderr "$BATS_TEST_DIRNAME/target/debug/policy-runner" check target/test-policies/wapc.wasm \
+    --settings-json '{"annotation":"example.com/checked","denyLabel":"locked"}' --allow-context-aware \
+    --no-derived --output json test_data/modes/manifests/
+  [ "$status" -eq 1 ]
+  [ "$(jq -r '.results[] | select(.allowed == false) | .object' <<<"$output")" = "Pod closed/web" ]
+  [[ "$(jq -r '.results[] | select(.allowed == false) | .message' <<<"$output")" == *'Namespace closed is labelled locked=true'* ]]
+}

@@ -123,6 +123,9 @@ type harness struct {
 	oracleOnly bool   // run only the scenario that holds check to the API server
 	load       bool   // run only the load scenario (load.go)
 	noopModule string // the no-op module the load is measured against
+	// The evaluator's waPC test policy, which adds an annotation: the
+	// mutating webhook of mutation.go.
+	testPolicies string
 
 	loadHooks []loadWebhook
 	// The load's client of the webhooks: the audit's calls and the scrapes.
@@ -155,9 +158,10 @@ func main() {
 	flag.StringVar(&h.external, "webhook-url", "", "a webhook (policy-server) to use instead of policy-runner serve: its base URL; each policy is <url>/validate/<policy id>")
 	flag.StringVar(&h.externalCA, "webhook-ca", "", "the PEM file of the CA that signed --webhook-url's certificate")
 	flag.StringVar(&h.streams, "streams", "", "the directory of the streams tests/decoder.rs generates (cluster/run writes them)")
-	flag.BoolVar(&h.oracleOnly, "oracle-only", false, "run only the last scenario, which holds check to the API server (quicker, while working on it)")
+	flag.BoolVar(&h.oracleOnly, "oracle-only", false, "run only the scenario that holds check to the API server (quicker, while working on it)")
 	flag.BoolVar(&h.load, "load", false, "run only the load scenario, on a control plane of its own: the policy and a no-op module (--noop-module) under thousands of requests")
 	flag.StringVar(&h.noopModule, "noop-module", "", "the module that accepts every request unread (noop.wasm), for --load")
+	flag.StringVar(&h.testPolicies, "test-policies", "", "the evaluator's test policies as its tests build them (target/test-policies: annotated, and raw/ as built): the mutating webhook and the lookups after the oracle")
 	flag.BoolVar(&keep, "keep", false, "keep the run's directory (logs, recordings)")
 	flag.Parse()
 	if h.bin == "" || (h.external == "" && (h.runner == "" || h.module == "")) {
@@ -214,7 +218,8 @@ const (
 )
 
 func (h *harness) scenarios() []scenario {
-	// Last, on a control plane of its own: no recording, no sender.
+	// Last but the mutation's, on a control plane of its own: no
+	// recording, no sender.
 	oracle := scenario{Name: "hold check to the API server, object for object", do: h.oracle}
 	if h.oracleOnly {
 		return []scenario{oracle}
@@ -248,6 +253,9 @@ func (h *harness) scenarios() []scenario {
 		{Name: "audit what the cluster holds, as the audit scanner does", do: h.audit},
 		{Name: "write the recordings", do: h.writeRecordings},
 		oracle,
+		// On the oracle's control plane, which is still running.
+		{Name: "hold a mutating policy to the API server", do: h.mutation},
+		{Name: "answer lookups from the live API server as from its dump", do: h.lookups},
 	}
 }
 

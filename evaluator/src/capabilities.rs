@@ -4,11 +4,13 @@
 //! evaluator checks them (kubewarden-controller 1.35,
 //! `policy-evaluator/src/runtimes/callback.rs`), then asks the [`Host`] of
 //! the run: a kwctl session file (`session`), the objects a user gives
-//! (`cluster`), or nothing, in which case each call fails naming the
+//! (`cluster`), the live cluster of the user's kubeconfig (`kubectl`), or
+//! nothing, in which case each call fails naming the
 //! capability and what would answer it. No call is ever answered with a
 //! made-up success.
 
 pub mod cluster;
+pub mod kubectl;
 pub mod rbac;
 pub mod session;
 

@@ -211,7 +211,7 @@ impl CompiledPolicy {
                 max_memory,
             },
             Prepared::Rego(prepared, _) => {
-                Runtime::Rego(rego::Instance::new(prepared.clone(), context))
+                Runtime::Rego(Box::new(rego::Instance::new(prepared.clone(), context)))
             }
         };
         Ok(Policy { runtime })
@@ -281,7 +281,8 @@ enum Runtime {
         context: Arc<Context>,
         max_memory: Option<usize>,
     },
-    Rego(rego::Instance),
+    /// Boxed: an OPA instance holds a wasmtime store.
+    Rego(Box<rego::Instance>),
 }
 
 /// The guest's answer to `validate_settings`.

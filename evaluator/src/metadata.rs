@@ -108,7 +108,7 @@ pub struct Metadata {
     /// `policyType: raw`: it judges any JSON, not an AdmissionRequest.
     pub raw: bool,
     /// The rules, as written, for the admission room to read.
-    pub rules: Option<Value>,
+    pub rules: Vec<Value>,
 }
 
 #[derive(Deserialize)]
@@ -121,8 +121,8 @@ struct Written {
     context_aware_resources: Vec<Resource>,
     #[serde(default)]
     policy_type: Option<String>,
-    #[serde(default)]
-    rules: Option<Value>,
+    /// Required, as kwctl and policy-server require it.
+    rules: Vec<Value>,
 }
 
 impl Metadata {
@@ -229,7 +229,7 @@ mod tests {
             mutating: false,
             context_aware_resources: BTreeSet::new(),
             raw: false,
-            rules: None,
+            rules: Vec::new(),
         }
     }
 
@@ -297,8 +297,11 @@ mod tests {
                 .map(Resource::to_string),
             Some("v1/Namespace".to_string())
         );
-        // kwctl's metadata needs `mutating`; the mode defaults to waPC.
+        // kwctl's metadata needs `mutating` and `rules`, a list; the mode
+        // defaults to waPC.
         assert!(Metadata::from_json(br#"{"rules":[]}"#).is_err());
+        assert!(Metadata::from_json(br#"{"mutating":false}"#).is_err());
+        assert!(Metadata::from_json(br#"{"rules":null,"mutating":false}"#).is_err());
         let plain = Metadata::from_json(br#"{"rules":[],"mutating":false}"#).unwrap();
         assert_eq!(plain.execution_mode, ExecutionMode::Wapc);
         assert!(Metadata::from_json(br#"{"mutating":false,"executionMode":"rego"}"#).is_err());

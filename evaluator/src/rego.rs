@@ -1,9 +1,8 @@
 //! Rego compiled to WebAssembly (`opa build -t wasm`), run as policy-server
-//! runs it (kubewarden-controller 1.35, `runtimes/rego`), on OPA's ABI as
-//! the maintained crate opa-wasm (matrix-org) implements it. The crate
-//! serves the ABI (memory, heap, `eval`, builtin dispatch) and most
-//! builtins; what it does not evaluate is named at load, with the
-//! builtins Kubewarden does not offer either (`builtins`).
+//! runs it (kubewarden-controller 1.35, `runtimes/rego`): on OPA's ABI
+//! (`abi`), with the builtins Kubewarden's own host offers, computed as it
+//! computes them (`builtins`); a module that calls another is refused at
+//! load, as policy-server refuses it.
 //!
 //! The two Rego modes differ in what the policy reads and answers:
 //! - `opa`: `input` is `{"request": <AdmissionRequest>}`, `data` the
@@ -15,6 +14,7 @@
 //!   and name; each result of the entrypoint is a violation, whose `msg`s
 //!   joined with ", " are the rejection.
 
+mod abi;
 mod builtins;
 mod inventory;
 
@@ -25,19 +25,22 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use wasmtime::{Engine, Linker, Memory, Module, Store};
+use wasmtime::{Engine, Module};
 
 use crate::capabilities::Context;
 use crate::metadata::ExecutionMode;
 use crate::{HostError, ValidationVerdict};
+use abi::{Abi, Dispatch};
 
-/// A Rego module checked once: what it calls and where it starts.
+/// A Rego module checked once: the builtins it calls, and where it
+/// starts.
 pub(crate) struct Prepared {
     engine: Engine,
     module: Module,
     gatekeeper: bool,
+    dispatch: Arc<Dispatch>,
     /// The entrypoint policy-server evaluates: the one numbered 0.
-    entrypoint: String,
+    entrypoint: i32,
 }
 
 pub(crate) fn prepare(
@@ -45,162 +48,44 @@ pub(crate) fn prepare(
     module: &Module,
     mode: ExecutionMode,
 ) -> Result<Prepared, HostError> {
-    let exported = pollster::block_on(exported(engine, module)).map_err(HostError::Load)?;
-    builtins::check(exported.builtins.keys().map(String::as_str)).map_err(HostError::Load)?;
-    let entrypoint = exported
-        .entrypoints
-        .iter()
-        .find(|(_, id)| **id == 0)
-        .map(|(name, _)| name.clone())
+    let mut abi = Abi::new(engine, module, Arc::new(Vec::new())).map_err(HostError::Load)?;
+    let called = abi.builtins().map_err(HostError::Load)?;
+    builtins::check(called.iter().map(|(name, _)| name.as_str())).map_err(HostError::Load)?;
+    let dispatch = called
+        .into_iter()
+        .filter_map(|(name, id)| builtins::find(&name).map(|function| (id, name, function)))
+        .collect();
+    let entrypoint = abi
+        .entrypoints()
+        .map_err(HostError::Load)?
+        .into_iter()
+        .find(|(_, id)| *id == 0)
+        .map(|(_, id)| id)
         .ok_or_else(|| HostError::Load("the Rego module has no entrypoint".to_string()))?;
     Ok(Prepared {
         engine: engine.clone(),
         module: module.clone(),
         gatekeeper: mode == ExecutionMode::Gatekeeper,
+        dispatch: Arc::new(dispatch),
         entrypoint,
     })
 }
 
-/// What an OPA module says of itself: the builtins it calls and its
-/// entrypoints, each by name with its number.
-struct Exported {
-    builtins: BTreeMap<String, i64>,
-    entrypoints: BTreeMap<String, i64>,
-}
-
-/// Instantiates the module with stand-ins for its imports and asks it, so
-/// that a builtin the runner cannot evaluate is named before anything runs
-/// (opa-wasm refuses one without its name).
-async fn exported(engine: &Engine, module: &Module) -> Result<Exported, String> {
-    let not_rego = |what: &str, e: wasmtime::Error| format!("not an OPA module: {what}: {e:#}");
-    let mut store = Store::new(engine, ());
-    let memory_type = module
-        .imports()
-        .find(|import| import.module() == "env" && import.name() == "memory")
-        .and_then(|import| import.ty().memory().cloned())
-        .ok_or("not an OPA module: it imports no env.memory")?;
-    let memory = Memory::new_async(&mut store, memory_type)
-        .await
-        .map_err(|e| not_rego("its memory", e))?;
-    let mut linker: Linker<()> = Linker::new(engine);
-    let unused = || wasmtime::Error::msg("a builtin was called while the module was only read");
-    let defined = linker
-        .define(&store, "env", "memory", memory)
-        .and_then(|l| {
-            l.func_wrap("env", "opa_abort", move |_: i32| -> wasmtime::Result<()> {
-                Err(unused())
-            })
-        })
-        .and_then(|l| l.func_wrap("env", "opa_println", |_: i32| {}))
-        .and_then(|l| {
-            l.func_wrap(
-                "env",
-                "opa_builtin0",
-                move |_: i32, _: i32| -> wasmtime::Result<i32> { Err(unused()) },
-            )
-        })
-        .and_then(|l| {
-            l.func_wrap(
-                "env",
-                "opa_builtin1",
-                move |_: i32, _: i32, _: i32| -> wasmtime::Result<i32> { Err(unused()) },
-            )
-        })
-        .and_then(|l| {
-            l.func_wrap(
-                "env",
-                "opa_builtin2",
-                move |_: i32, _: i32, _: i32, _: i32| -> wasmtime::Result<i32> { Err(unused()) },
-            )
-        })
-        .and_then(|l| {
-            l.func_wrap(
-                "env",
-                "opa_builtin3",
-                move |_: i32, _: i32, _: i32, _: i32, _: i32| -> wasmtime::Result<i32> {
-                    Err(unused())
-                },
-            )
-        })
-        .and_then(|l| {
-            l.func_wrap(
-                "env",
-                "opa_builtin4",
-                move |_: i32, _: i32, _: i32, _: i32, _: i32, _: i32| -> wasmtime::Result<i32> {
-                    Err(unused())
-                },
-            )
-        });
-    defined.map_err(|e| not_rego("its imports", e))?;
-    let instance = linker
-        .instantiate_async(&mut store, module)
-        .await
-        .map_err(|e| not_rego("instantiating it", e))?;
-    let dump = instance
-        .get_typed_func::<i32, i32>(&mut store, "opa_json_dump")
-        .map_err(|e| not_rego("opa_json_dump", e))?;
-    let mut read = async |function: &str| -> Result<BTreeMap<String, i64>, String> {
-        let value = instance
-            .get_typed_func::<(), i32>(&mut store, function)
-            .map_err(|e| not_rego(function, e))?
-            .call_async(&mut store, ())
-            .await
-            .map_err(|e| not_rego(function, e))?;
-        let text = dump
-            .call_async(&mut store, value)
-            .await
-            .map_err(|e| not_rego(function, e))?;
-        let text = c_string(memory.data(&store), text)
-            .ok_or_else(|| format!("not an OPA module: {function} answered outside memory"))?;
-        let map: BTreeMap<String, Value> = serde_json::from_slice(text)
-            .map_err(|e| format!("not an OPA module: {function}: {e}"))?;
-        Ok(map
-            .into_iter()
-            .map(|(name, id)| (name, id.as_i64().unwrap_or(-1)))
-            .collect())
-    };
-    let builtins = read("builtins").await?;
-    let entrypoints = read("entrypoints").await?;
-    Ok(Exported {
-        builtins,
-        entrypoints,
-    })
-}
-
-/// The NUL-terminated string at `at`.
-fn c_string(memory: &[u8], at: i32) -> Option<&[u8]> {
-    let start = usize::try_from(at).ok()?;
-    let rest = memory.get(start..)?;
-    let end = rest.iter().position(|b| *b == 0)?;
-    Some(&rest[..end])
-}
-
-/// A module loaded with a `data` document: policy-server loads the data
-/// (the settings, and the inventory) again for every evaluation; the
-/// runner keeps one loaded instance a settings, since they do not change
-/// within a run.
-struct Loaded {
-    data: Vec<u8>,
-    store: Store<()>,
-    policy: opa_wasm::Policy<opa_wasm::DefaultContext>,
-}
-
+/// An instance of the module, and the `data` it has loaded: policy-server
+/// loads the data (the settings, and the inventory) for every evaluation;
+/// the runner loads it again only when it changes.
 pub(crate) struct Instance {
     prepared: Arc<Prepared>,
     context: Arc<Context>,
-    loaded: RefCell<Vec<Loaded>>,
+    loaded: RefCell<Option<(Abi, Vec<u8>)>>,
 }
-
-/// The most settings a Rego instance keeps loaded at once: a group's
-/// members, a test file's policies.
-const LOADED: usize = 16;
 
 impl Instance {
     pub(crate) fn new(prepared: Arc<Prepared>, context: Arc<Context>) -> Instance {
         Instance {
             prepared,
             context,
-            loaded: RefCell::new(Vec::new()),
+            loaded: RefCell::new(None),
         }
     }
 
@@ -261,32 +146,26 @@ impl Instance {
     }
 
     fn evaluate(&self, data: &Value, input: &Value) -> Result<Value, HostError> {
-        let failed = |e: anyhow::Error| HostError::Guest(format!("{e:#}"));
-        let data_text = serde_json::to_vec(data).expect("JSON values serialize");
+        let data = serde_json::to_vec(data).expect("JSON values serialize");
+        let input = serde_json::to_vec(input).expect("JSON values serialize");
         let mut loaded = self.loaded.borrow_mut();
-        let at = match loaded.iter().position(|l| l.data == data_text) {
-            Some(at) => at,
-            None => {
-                let mut store = Store::new(&self.prepared.engine, ());
-                let runtime =
-                    pollster::block_on(opa_wasm::Runtime::new(&mut store, &self.prepared.module))
-                        .map_err(|e| HostError::Load(format!("{e:#}")))?;
-                let policy =
-                    pollster::block_on(runtime.with_data(&mut store, data)).map_err(failed)?;
-                if loaded.len() == LOADED {
-                    loaded.remove(0);
-                }
-                loaded.push(Loaded {
-                    data: data_text,
-                    store,
-                    policy,
-                });
-                loaded.len() - 1
-            }
-        };
-        let Loaded { store, policy, .. } = &mut loaded[at];
-        pollster::block_on(policy.evaluate(&mut *store, &self.prepared.entrypoint, input))
-            .map_err(failed)
+        if loaded.is_none() {
+            let prepared = &self.prepared;
+            let abi = Abi::new(
+                &prepared.engine,
+                &prepared.module,
+                prepared.dispatch.clone(),
+            )
+            .map_err(HostError::Load)?;
+            *loaded = Some((abi, b"{}".to_vec()));
+        }
+        let (abi, loaded_data) = loaded.as_mut().expect("instantiated above");
+        if *loaded_data != data {
+            abi.load_data(&data).map_err(HostError::Guest)?;
+            *loaded_data = data;
+        }
+        abi.evaluate(self.prepared.entrypoint, &input)
+            .map_err(HostError::Guest)
     }
 }
 
@@ -409,14 +288,5 @@ mod tests {
         let without_uid = json!([{"result": {"response": {"allowed": true}}}]);
         assert!(opa_response(&without_uid).is_err());
         assert!(opa_response(&json!([{"result": {}}])).is_err());
-    }
-
-    #[test]
-    fn strings_end_at_their_nul() {
-        assert_eq!(c_string(b"ab\0cd\0", 0), Some(&b"ab"[..]));
-        assert_eq!(c_string(b"ab\0cd\0", 3), Some(&b"cd"[..]));
-        assert_eq!(c_string(b"ab", 0), None);
-        assert_eq!(c_string(b"ab", 9), None);
-        assert_eq!(c_string(b"ab", -1), None);
     }
 }

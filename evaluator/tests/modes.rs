@@ -372,3 +372,31 @@ fn a_policy_granted_nothing_by_its_metadata_looks_up_nothing() {
         "cannot list ConfigMaps in busy: Policy has not been granted access to Kubernetes v1/ConfigMap resources. The violation has been reported."
     );
 }
+
+#[test]
+fn a_wapc_policy_asks_whether_its_sender_may_and_rbac_answers() {
+    let role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "configmap-writer", "namespace": "shop"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "update"]}]
+    });
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "bob-configmaps", "namespace": "shop"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "configmap-writer"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]
+    });
+    let policy = instance("wapc", cluster(vec![role, binding]));
+    let settings = serde_json::to_vec(
+        &json!({"annotation": "a", "canI": {"verb": "create", "resource": "configmaps"}}),
+    )
+    .unwrap();
+    let sent_by = |user: &str| {
+        let mut request = create(pod("web", "shop", json!({}), json!({"a": "1"})));
+        request["userInfo"] = json!({"username": user, "groups": ["system:authenticated"]});
+        policy.evaluate(&serde_json::to_vec(&request).unwrap(), &settings, false)
+    };
+    assert!(sent_by("bob").allowed);
+    let alice = sent_by("alice");
+    assert_eq!(message(&alice), "alice may not create configmaps in shop");
+}

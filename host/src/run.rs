@@ -6,10 +6,10 @@
 //!
 //! A policy's host calls are answered by a kwctl session file
 //! (`--replay-host-capabilities-interactions`), or, for Kubernetes
-//! lookups, by objects the user gives (`--cluster-objects`); what nothing
-//! answers fails the call with a message that says what would. kwctl
-//! would ask the cluster of the current kubeconfig, which this runner
-//! never reaches.
+//! lookups, by objects the user gives (`--cluster-objects`) or by the live
+//! cluster of the kubeconfig (`--live-cluster`, which kwctl reaches
+//! without being asked); what nothing answers fails the call with a
+//! message that says what would.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use policy_evaluator::CompiledPolicy;
 use policy_evaluator::capabilities::cluster::Cluster;
+use policy_evaluator::capabilities::kubectl::Kubectl;
 use policy_evaluator::capabilities::session::{Record, Replay};
 use policy_evaluator::capabilities::{Allowed, Context, Host, Unanswered};
 use policy_evaluator::metadata::{ExecutionMode, Resource};
@@ -51,6 +52,9 @@ pub struct Command {
     pub allowed_host_capabilities: Vec<String>,
     /// Files and directories of objects that answer Kubernetes lookups.
     pub cluster_objects: Vec<String>,
+    /// Answer Kubernetes lookups from the live cluster of the kubeconfig,
+    /// through kubectl.
+    pub live_cluster: bool,
 }
 
 /// What a run printed and said.
@@ -81,18 +85,28 @@ impl Command {
             .map_err(|e| format!("--allowed-host-capabilities: {e}"))?;
         let targets = self.targets(&mut ran)?;
         let request = request(&self.request, self.raw)?;
-        let cluster = match self.cluster_objects.is_empty() {
-            true => None,
-            false => Some(Arc::new(cluster(&self.cluster_objects, &mut ran)?)),
-        };
+        if self.live_cluster && !self.cluster_objects.is_empty() {
+            return Err(
+                "--live-cluster and --cluster-objects both answer the lookups: give one"
+                    .to_string(),
+            );
+        }
+        let cluster: Option<Arc<dyn Host>> =
+            match (self.live_cluster, self.cluster_objects.is_empty()) {
+                (true, _) => Some(Arc::new(Kubectl::new(None))),
+                (false, true) => None,
+                (false, false) => Some(Arc::new(cluster(&self.cluster_objects, &mut ran)?)),
+            };
         if targets.len() > 1 {
             ran.said.push(
                 "Multiple policies defined inside of the CRD file. All of them will run sequentially using the same request."
                     .to_string(),
             );
         }
+        // One host for the run: a recording holds every policy's calls in
+        // order, and a replay of it answers them in that order.
+        let (host, replay, record) = self.host(cluster)?;
         for target in targets {
-            let (host, replay, record) = self.host(cluster.clone())?;
             let compiled = CompiledPolicy::from_file_as(
                 &target.module,
                 if target.declared {
@@ -110,7 +124,7 @@ impl Command {
                 || compiled.metadata().is_some_and(|metadata| metadata.raw);
             let context = Arc::new(Context {
                 policy: target.handling.policy.clone(),
-                host,
+                host: host.clone(),
                 resources,
                 allowed: allowed.clone(),
             });
@@ -131,13 +145,13 @@ impl Command {
             };
             let response = instance.evaluate(body, &settings, raw);
             let response = target.handling.apply(response);
-            if let Some((record, path)) = record {
-                record.write(&path)?;
-            }
-            if let Some(leftovers) = replay.and_then(|replay| replay.leftovers()) {
-                ran.said.push(leftovers);
-            }
             ran.lines.push(line(&response)?);
+        }
+        if let Some((record, path)) = record {
+            record.write(&path)?;
+        }
+        if let Some(leftovers) = replay.and_then(|replay| replay.leftovers()) {
+            ran.said.push(leftovers);
         }
         Ok(ran)
     }
@@ -215,7 +229,7 @@ impl Command {
     #[allow(clippy::type_complexity)]
     fn host(
         &self,
-        cluster: Option<Arc<Cluster>>,
+        cluster: Option<Arc<dyn Host>>,
     ) -> Result<
         (
             Arc<dyn Host>,
@@ -243,7 +257,7 @@ impl Command {
 }
 
 /// A cluster several policies of one run share.
-struct Shared(Arc<Cluster>);
+struct Shared(Arc<dyn Host>);
 
 impl Host for Shared {
     fn answer(&self, request: &policy_evaluator::capabilities::Request) -> Result<Vec<u8>, String> {

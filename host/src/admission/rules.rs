@@ -74,9 +74,6 @@ pub fn module_rules(
     };
     let rules = metadata
         .rules
-        .as_ref()
-        .and_then(Value::as_array)
-        .ok_or("its Kubewarden metadata has no rules")?
         .iter()
         .map(Rule::from_json)
         .collect::<Result<Vec<_>, _>>()

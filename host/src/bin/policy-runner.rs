@@ -142,6 +142,10 @@ struct RunArgs {
     /// they were the cluster.
     #[arg(long, value_name = "PATH")]
     cluster_objects: Vec<String>,
+    /// Answer the policy's Kubernetes lookups from the live cluster of
+    /// the kubeconfig, through kubectl (reads only), as kwctl does.
+    #[arg(long, conflicts_with = "cluster_objects")]
+    live_cluster: bool,
     /// kwctl's name for --no-cache.
     #[arg(long)]
     disable_wasmtime_cache: bool,
@@ -499,6 +503,7 @@ fn run_request(args: RunArgs) -> Result<ExitCode, String> {
         session,
         allowed_host_capabilities: args.allowed_host_capabilities,
         cluster_objects: args.cluster_objects,
+        live_cluster: args.live_cluster,
     };
     let ran = command.run()?;
     for line in &ran.said {

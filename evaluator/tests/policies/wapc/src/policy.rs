@@ -19,6 +19,8 @@ struct Settings {
     annotation: String,
     value: String,
     deny_label: Option<String>,
+    /// `canI: {verb, resource}`: the request's sender must be allowed to.
+    can_i: Option<(String, String)>,
 }
 
 /// Reads the settings, or names what is wrong with them.
@@ -47,10 +49,22 @@ fn parse_settings(settings: &Value) -> Result<Settings, String> {
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err("denyLabel must be a string".to_string()),
     };
+    let can_i = match settings.get("canI") {
+        None | Some(Value::Null) => None,
+        Some(can_i) => {
+            let field = |name: &str| {
+                non_empty_str(can_i.get(name))
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("canI.{name} must be a non-empty string"))
+            };
+            Some((field("verb")?, field("resource")?))
+        }
+    };
     Ok(Settings {
         annotation,
         value,
         deny_label,
+        can_i,
     })
 }
 
@@ -160,6 +174,28 @@ fn decide(settings: &Settings, request: &Value) -> ValidationResponse {
         }
     }
 
+    if let Some((verb, resource)) = &settings.can_i {
+        let namespace = non_empty_str(metadata.and_then(|m| m.get("namespace")))
+            .or_else(|| non_empty_str(request.get("namespace")));
+        let user = request.get("userInfo");
+        let username = non_empty_str(user.and_then(|u| u.get("username"))).unwrap_or("");
+        let groups = user.and_then(|u| u.get("groups")).cloned();
+        match can_i(username, groups, namespace, verb, resource) {
+            Err(e) => {
+                return ValidationResponse::reject(format!(
+                    "cannot ask whether {username} may {verb} {resource}: {e}"
+                ));
+            }
+            Ok(false) => {
+                return ValidationResponse::reject(format!(
+                    "{username} may not {verb} {resource} in {}",
+                    namespace.unwrap_or("the cluster")
+                ));
+            }
+            Ok(true) => {}
+        }
+    }
+
     let annotations = metadata.and_then(|m| m.get("annotations"));
     if annotations
         .and_then(|a| a.get(&settings.annotation))
@@ -197,6 +233,45 @@ fn decide(settings: &Settings, request: &Value) -> ValidationResponse {
     ValidationResponse::mutate(mutated)
 }
 
+/// Whether `user` (in `groups`) may `verb` `resource` (of the core group)
+/// in `namespace`, asked through the host (`kubernetes`/`can_i`, the SDK's
+/// CanIRequest); the error is the host's message.
+fn can_i(
+    user: &str,
+    groups: Option<Value>,
+    namespace: Option<&str>,
+    verb: &str,
+    resource: &str,
+) -> Result<bool, String> {
+    let request = serde_json::json!({
+        "subject_access_review": {
+            "groups": groups,
+            "resource_attributes": {
+                "group": "",
+                "namespace": namespace,
+                "resource": resource,
+                "verb": verb,
+            },
+            "user": user,
+        },
+        "disable_cache": true,
+    });
+    let request = serde_json::to_vec(&request).map_err(|e| e.to_string())?;
+    let response = guest::host_call("kubewarden", "kubernetes", "can_i", &request)
+        .map_err(|e| host_message(&e.to_string()))?;
+    let status: Value = serde_json::from_slice(&response)
+        .map_err(|e| format!("cannot parse the host's answer: {e}"))?;
+    Ok(status.get("allowed").and_then(Value::as_bool) == Some(true))
+}
+
+/// wapc-guest words a failed host call `Host error: <message>`: the
+/// message alone is the host's.
+fn host_message(text: &str) -> String {
+    text.strip_prefix("Host error: ")
+        .unwrap_or(text)
+        .to_string()
+}
+
 /// The request of the SDK's `get_resource` (GetResourceRequest), for a
 /// cluster-wide kind: no namespace, no field masks.
 #[derive(Serialize)]
@@ -217,15 +292,8 @@ fn namespace_label(name: &str, label: &str) -> Result<bool, String> {
         disable_cache: false,
     })
     .map_err(|e| e.to_string())?;
-    let response =
-        guest::host_call("kubewarden", "kubernetes", "get_resource", &request).map_err(|e| {
-            // wapc-guest words a failed host call `Host error: <message>`:
-            // the message alone is the host's.
-            let text = e.to_string();
-            text.strip_prefix("Host error: ")
-                .map(str::to_string)
-                .unwrap_or(text)
-        })?;
+    let response = guest::host_call("kubewarden", "kubernetes", "get_resource", &request)
+        .map_err(|e| host_message(&e.to_string()))?;
     let namespace: Value = serde_json::from_slice(&response)
         .map_err(|e| format!("cannot parse the host's answer: {e}"))?;
     Ok(namespace
