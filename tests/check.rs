@@ -52,7 +52,8 @@ fn printed(command: &Command) -> Result<Finished, String> {
 /// absolute), objects derived, every object shown, nothing strict.
 fn command(module: &Path, policy: PolicySource, inputs: &[&str], format: Format) -> Command {
     Command {
-        module: module.to_path_buf(),
+        module: Some(module.to_path_buf()),
+        store: Default::default(),
         inputs: inputs
             .iter()
             .map(|i| root().join(i).display().to_string())

@@ -369,7 +369,8 @@ fn check_judges_and_leaves_out_as_the_suites_do() {
                 let manifest = manifest.unwrap();
                 let name = manifest["metadata"]["name"].as_str().unwrap().to_string();
                 let check = Check {
-                    module: module_path(),
+                    module: Some(module_path()),
+                    store: Default::default(),
                     inputs: test
                         .resources
                         .iter()

@@ -100,10 +100,23 @@ impl Judging {
         group: Option<(&Expression, &str)>,
         mutating: bool,
     ) -> Result<Judging, String> {
+        Judging::new_each(&|_| instance, name, members, group, mutating)
+    }
+
+    /// As [`Judging::new`], each member on its own module's instance
+    /// (`instance(i)` for the `i`th member): a group whose members name
+    /// different modules.
+    pub fn new_each<'a>(
+        instance: &dyn Fn(usize) -> &'a Policy,
+        name: &str,
+        members: &[(String, Value)],
+        group: Option<(&Expression, &str)>,
+        mutating: bool,
+    ) -> Result<Judging, String> {
         let mut settings = Vec::with_capacity(members.len());
-        for (member, value) in members {
+        for (i, (member, value)) in members.iter().enumerate() {
             let bytes = serde_json::to_vec(value).map_err(|e| e.to_string())?;
-            let verdict = instance.settings_verdict(&bytes);
+            let verdict = instance(i).settings_verdict(&bytes);
             if !verdict.valid {
                 let whose = match group {
                     Some(_) => format!("{member} in {name}"),
@@ -132,13 +145,22 @@ impl Judging {
 
     /// Judges `request` (an AdmissionRequest's JSON text).
     pub fn judge(&self, instance: &Policy, request: &[u8]) -> Result<Judged, HostError> {
+        self.judge_each(&|_| instance, request)
+    }
+
+    /// As [`Judging::judge`], each member on its own module's instance.
+    pub fn judge_each<'a>(
+        &self,
+        instance: &dyn Fn(usize) -> &'a Policy,
+        request: &[u8],
+    ) -> Result<Judged, HostError> {
         match self {
             Judging::Single {
                 settings,
                 mutating,
                 name,
             } => {
-                let verdict = instance.validate(request, settings)?;
+                let verdict = instance(0).validate(request, settings)?;
                 let verdict = match !mutating && changes(request, &verdict) {
                     true => ValidationVerdict::rejected(not_allowed_to_mutate(name), None),
                     false => verdict,
@@ -188,13 +210,17 @@ fn changes(request: &[u8], verdict: &ValidationVerdict) -> bool {
 }
 
 impl Group {
-    fn judge(&self, instance: &Policy, request: &[u8]) -> Result<Judged, HostError> {
+    fn judge<'a>(
+        &self,
+        instance: &dyn Fn(usize) -> &'a Policy,
+        request: &[u8],
+    ) -> Result<Judged, HostError> {
         // Every member's verdict first: Rhai needs its functions to own what
         // they answer. Members have no side effects, so only the calls the
         // expression makes count.
         let mut verdicts = Vec::with_capacity(self.members.len());
-        for (name, settings) in &self.members {
-            let verdict = instance.validate(request, settings)?;
+        for (i, (name, settings)) in self.members.iter().enumerate() {
+            let verdict = instance(i).validate(request, settings)?;
             // policy-server refuses a member's mutation as the member's
             // rejection.
             let verdict = match changes(request, &verdict) {

@@ -150,6 +150,37 @@ pub fn patch(object: &Value, mutated: &Value) -> Option<String> {
     Some(base64::engine::general_purpose::STANDARD.encode(text))
 }
 
+/// What a verdict does to `object`, as the API server applies a webhook's
+/// answer: the object it leaves and the JSONPatch (its operations, as
+/// JSON) that makes it; `None` when it changes nothing. A waPC or WASI
+/// policy answers with the changed object, an `opa` policy with the patch.
+pub fn applied(
+    object: &Value,
+    verdict: &ValidationVerdict,
+) -> Result<Option<(Value, Value)>, String> {
+    let changed = match (&verdict.patch, &verdict.mutated_object) {
+        (Some(patch), _) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(patch)
+                .map_err(|e| format!("the policy's patch is not base64: {e}"))?;
+            let operations: json_patch::Patch = serde_json::from_slice(&bytes)
+                .map_err(|e| format!("the policy's patch is not a JSONPatch: {e}"))?;
+            let mut changed = object.clone();
+            json_patch::patch(&mut changed, &operations)
+                .map_err(|e| format!("the policy's patch does not apply: {e}"))?;
+            changed
+        }
+        (None, Some(mutated)) => mutated.clone(),
+        (None, None) => return Ok(None),
+    };
+    let diff = json_patch::diff(object, &changed);
+    if diff.0.is_empty() {
+        return Ok(None);
+    }
+    let operations = serde_json::to_value(&diff).map_err(|e| e.to_string())?;
+    Ok(Some((changed, operations)))
+}
+
 /// policy-server's refusal of a policy that mutated while its
 /// `spec.mutating` is false.
 pub fn not_allowed_to_mutate(policy: &str) -> String {

@@ -7,32 +7,35 @@
 //! rules, selectors and settings of the policy manifest given (`policies`),
 //! through the compiled module, compiled once.
 
+mod chain;
 pub mod manifests;
 pub mod objects;
+mod policies;
 pub mod report;
 mod rows;
 mod spill;
 
+pub use chain::Verdict;
+pub use policies::{PolicySet, policy_set};
 pub use rows::Rows;
 
 use std::collections::HashSet;
 use std::io::{self, Write};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde_json::Value;
 
-use crate::admission::{Namespaces, Policy, Scope, audit, module_rules, request};
+use crate::admission::{Namespaces, audit, request};
+use chain::Chain;
 use manifests::{Input, Source};
 use objects::{Admission, Candidate};
 use policy_evaluator::capabilities::cluster::Cluster;
 use policy_evaluator::capabilities::{Allowed, Context};
-use policy_evaluator::group::Judging;
 use policy_evaluator::kinds::Addressed;
 use policy_evaluator::kinds::group_version;
 use policy_evaluator::metadata::ExecutionMode;
-use policy_evaluator::{CompiledPolicy, Policy as Instance};
 
 /// Where the policy to apply comes from.
 #[derive(Debug, Clone)]
@@ -42,6 +45,11 @@ pub enum PolicySource {
     /// Settings alone: the rules are the module's own, if it is annotated,
     /// else every object is judged.
     Settings(Value),
+    /// A policy set: each policy (group) manifest runs the module its
+    /// `spec.module` names (each member's, for a group), or `module` when
+    /// one is given; mutating ones change an object before the next
+    /// judges it.
+    Set(PolicySet),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +67,11 @@ pub enum Format {
 /// A whole `check`, as the command line gives it.
 #[derive(Debug, Clone)]
 pub struct Command {
-    pub module: PathBuf,
+    /// The one module every policy runs; a policy set may leave each
+    /// policy to name its own.
+    pub module: Option<PathBuf>,
+    /// Where modules named by reference are found.
+    pub store: crate::modules::Store,
     pub inputs: Vec<String>,
     pub policy: PolicySource,
     /// The namespace of objects that name none; `default` when `None`.
@@ -114,49 +126,18 @@ impl Command {
         progress: impl FnMut(usize, usize),
         out: &mut dyn Write,
     ) -> Result<Finished, String> {
-        let module = self.module.display();
-        let bytes =
-            std::fs::read(&self.module).map_err(|e| format!("cannot read {module}: {e}"))?;
-        policy_evaluator::webassembly(&self.module, &bytes)?;
-        let compiled = CompiledPolicy::from_bytes_as(&bytes, self.evaluation.execution_mode)
-            .map_err(|e| e.to_string())?;
-        let listed = compiled
-            .metadata()
-            .map(|metadata| metadata.context_aware_resources.clone())
-            .unwrap_or_default();
-        let mut warnings = Vec::new();
-        let policy = match &self.policy {
-            PolicySource::Manifest(path, manifest) => {
-                Policy::from_manifest(manifest).map_err(|e| format!("{}: {e}", path.display()))?
-            }
-            PolicySource::Settings(settings) => {
-                let rules =
-                    module_rules(compiled.metadata()).map_err(|e| format!("{module}: {e}"))?;
-                let mut policy = Policy::from_settings(settings.clone(), rules);
-                match self.evaluation.allow_context_aware {
-                    true => policy.context_aware_resources = listed,
-                    false if !listed.is_empty() => warnings.push(format!(
-                        "the module looks up {} in the cluster (its metadata's \
-                         contextAwareResources), which it may not here: give \
-                         --allow-context-aware, or a ClusterAdmissionPolicy that lists them",
-                        listed
-                            .iter()
-                            .map(ToString::to_string)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )),
-                    false => {}
-                }
-                policy
-            }
-        };
+        let (chain, warnings) = self.chain()?;
+        let each = matches!(self.policy, PolicySource::Set(_));
         let cluster = match self.evaluation.cluster_objects.is_empty() {
             true => Vec::new(),
             false => cluster_objects(&self.evaluation.cluster_objects, &self.namespace)?,
         };
-        let mut checker = Checker::new(&compiled, policy).map_err(|e| e.0)?;
-        checker.cluster = cluster;
-        checker.warnings = warnings;
+        let checker = Checker {
+            chain,
+            cluster,
+            warnings,
+            each,
+        };
         let admission = Admission {
             namespace: self
                 .namespace
@@ -170,13 +151,18 @@ impl Command {
             hidden: self.hidden,
         };
         let outcome = checker.check(&self.inputs, search, admission, self.jobs, progress)?;
-        let mode = checker.policy().mode.as_str();
+        // A set's rows say each policy's mode; the report's is its one
+        // policy's.
+        let (mode, name) = match (each, checker.chain.members.as_slice()) {
+            (false, [member]) => (member.policy.mode.as_str(), member.policy.name.as_str()),
+            _ => ("protect", "policy set"),
+        };
         let written = match self.format {
             Format::Table => report::table(&outcome, mode, self.only_rejected, out),
             Format::Json => report::json(&outcome, mode, self.only_rejected, out),
             Format::Github => report::github(&outcome, mode, out),
-            Format::Junit => report::junit(&outcome, &checker.policy().name, out),
-            Format::Sarif => report::sarif(&outcome, mode, &checker.policy().name, out),
+            Format::Junit => report::junit(&outcome, name, out),
+            Format::Sarif => report::sarif(&outcome, mode, name, out),
         };
         match written.and_then(|()| out.flush()) {
             Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
@@ -215,6 +201,10 @@ pub struct Row {
     /// Judged as an audit: it came from a cluster (`kubectl get -o yaml`),
     /// and the audit scanner sends it with no sender.
     pub audited: bool,
+    /// A policy set's: what each policy that judged it made of it, in the
+    /// order the API server calls them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<Verdict>,
 }
 
 /// What a check found.
@@ -231,6 +221,10 @@ pub struct Outcome {
     pub audited: usize,
     /// Said once each: what the check had to assume.
     pub warnings: Vec<String>,
+    /// How many policies judged: more than one for a policy set.
+    pub policies: usize,
+    /// Objects a mutating policy changed.
+    pub changed: usize,
 }
 
 impl Outcome {
@@ -248,30 +242,16 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unusable(pub String);
 
-/// A policy ready to judge: its settings checked, its module compiled, an
-/// instance of it a worker.
+/// The policies ready to judge (their settings checked, their modules
+/// compiled), and what they see besides the input.
 pub struct Checker {
-    policy: Policy,
-    compiled: CompiledPolicy,
-    judging: Judging,
-    /// Tells this checker's instances from another's on a worker thread.
-    id: usize,
-    /// What answers the policy's lookups: the objects of the kinds it may
-    /// read, the input's and those given besides, known once the input
-    /// is read.
-    context: OnceLock<Arc<Context>>,
+    chain: Chain,
     /// Objects already in the cluster (`--cluster-objects`).
     cluster: Vec<Value>,
     /// Said before any object is judged.
     warnings: Vec<String>,
-}
-
-thread_local! {
-    /// One instance a worker thread, as policy-server keeps one a worker
-    /// (an instance cannot move between threads), with the id of the
-    /// checker it is for.
-    static INSTANCE: std::cell::RefCell<Option<(usize, Instance)>> =
-        const { std::cell::RefCell::new(None) };
+    /// A policy set: each row says what each policy made of its object.
+    each: bool,
 }
 
 /// What judging one object of the input gave, merged into the outcome in
@@ -284,6 +264,7 @@ struct Part {
     unusable: Vec<manifests::Unusable>,
     not_covered: usize,
     audited: usize,
+    changed: usize,
     /// Each warning, and whether it is said once only.
     warnings: Vec<(String, bool)>,
 }
@@ -301,6 +282,7 @@ impl Part {
         outcome.unusable.extend(self.unusable);
         outcome.not_covered += self.not_covered;
         outcome.audited += self.audited;
+        outcome.changed += self.changed;
         for (warning, once) in self.warnings {
             if !once || said.insert(warning.clone()) {
                 outcome.warnings.push(warning);
@@ -322,29 +304,6 @@ const BATCH: usize = 256;
 const PER_WORKER: usize = 8;
 
 impl Checker {
-    /// Instantiates `compiled` and validates the policy's settings (every
-    /// member's, for a group), as policy-server does at start-up.
-    pub fn new(compiled: &CompiledPolicy, policy: Policy) -> Result<Checker, Unusable> {
-        static IDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let instance = compiled
-            .instantiate()
-            .map_err(|e| Unusable(e.to_string()))?;
-        let judging = policy.judging(&instance).map_err(Unusable)?;
-        Ok(Checker {
-            policy,
-            compiled: compiled.clone(),
-            judging,
-            id: IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            context: OnceLock::new(),
-            cluster: Vec::new(),
-            warnings: Vec::new(),
-        })
-    }
-
-    pub fn policy(&self) -> &Policy {
-        &self.policy
-    }
-
     /// Judges every object of `inputs`, and the objects made from them,
     /// in two passes: the first reads the whole input, learning what it
     /// says of owners, Namespaces and custom kinds while the objects wait
@@ -363,13 +322,20 @@ impl Checker {
     ) -> Result<Outcome, String> {
         let mut outcome = Outcome {
             rows: Rows::on_disk().map_err(keeping)?,
+            policies: self.chain.members.len(),
             ..Outcome::default()
         };
-        outcome.warnings.extend(self.policy.unaudited());
+        let members = &self.chain.members;
+        outcome
+            .warnings
+            .extend(members.iter().filter_map(|m| m.policy.unaudited()));
         outcome.warnings.extend(self.warnings.iter().cloned());
         // The objects a context-aware policy may look up, as the input
         // holds them.
-        let resources = &self.policy.context_aware_resources;
+        let resources: std::collections::BTreeSet<_> = members
+            .iter()
+            .flat_map(|m| m.policy.context_aware_resources.iter().cloned())
+            .collect();
         let mut readable: Vec<Value> = Vec::new();
         let mut said: HashSet<String> = outcome.warnings.iter().cloned().collect();
         let mut owners = objects::Owners::default();
@@ -410,12 +376,15 @@ impl Checker {
             })
         });
         readable.extend(self.cluster.iter().cloned());
-        let _ = self.context.set(Arc::new(Context {
-            policy: self.policy.name.clone(),
-            host: Arc::new(Cluster::new(readable)),
-            resources: resources.clone(),
-            allowed: Allowed::default(),
-        }));
+        let host = Arc::new(Cluster::new(readable));
+        for member in members {
+            let _ = member.context.set(Arc::new(Context {
+                policy: member.policy.name.clone(),
+                host: host.clone(),
+                resources: member.policy.context_aware_resources.clone(),
+                allowed: Allowed::default(),
+            }));
+        }
         let total = spill.len();
         let mut read_back = spill.read_back().map_err(spilling)?;
         let mut done = 0;
@@ -493,22 +462,23 @@ impl Checker {
             );
             part.warnings.push((warning, false));
         }
-        INSTANCE.with(|cell| {
-            let mut slot = cell.borrow_mut();
-            if slot.as_ref().is_none_or(|(id, _)| *id != self.id) {
-                let context = self.context.get().cloned().unwrap_or_default();
-                let instance = self
-                    .compiled
-                    .instantiate_with(context)
-                    .map_err(|e| e.to_string())?;
-                *slot = Some((self.id, instance));
-            }
-            let (_, instance) = slot.as_ref().expect("instantiated above");
-            for candidate in candidates {
-                self.judge(candidate, source, namespaces, instance, &mut part)?;
-            }
-            Ok(part)
-        })
+        // The controllers make their objects from the object as the
+        // mutating policies left it.
+        let mut candidates = candidates.into_iter();
+        let first = candidates
+            .next()
+            .expect("an object is its own first candidate");
+        let rest: Vec<Candidate> = match self.judge(first, source, namespaces, &mut part)? {
+            Some(changed) => objects::candidates(changed, admission, owners)
+                .into_iter()
+                .skip(1)
+                .collect(),
+            None => candidates.collect(),
+        };
+        for candidate in rest {
+            self.judge(candidate, source, namespaces, &mut part)?;
+        }
+        Ok(part)
     }
 
     fn judge(
@@ -516,61 +486,60 @@ impl Checker {
         candidate: Candidate,
         source: &Source,
         namespaces: &Namespaces,
-        instance: &Instance,
         outcome: &mut Part,
-    ) -> Result<(), String> {
-        let object = &candidate.object;
-        let addressed = Addressed::of(object);
-        match self
-            .policy
-            .scope(object, None, "CREATE", &addressed, namespaces)
-        {
-            Scope::Out(_) => {
-                outcome.not_covered += 1;
-                return Ok(());
-            }
-            Scope::Assumed(warning) => outcome.warn_once(warning),
-            Scope::In => {}
-        }
-        let audited = candidate.made_by.is_none() && stored(object);
-        let mut request = match audited {
-            true => audit::envelope(object),
+    ) -> Result<Option<Value>, String> {
+        let mut object = candidate.object;
+        let addressed = Addressed::of(&object);
+        let audited = candidate.made_by.is_none() && stored(&object);
+        let request = match audited {
+            true => audit::envelope(&object),
             false => request::envelope(
                 "CREATE",
                 &addressed,
-                object,
+                &object,
                 request::sender(candidate.made_by),
             ),
         };
-        // What the row says of the object, before it moves into the
-        // request.
-        let described = objects::describe(object);
+        // What the row says of the object, before any policy changes it.
+        let described = objects::describe(&object);
         let generated = object["metadata"]["generateName"].is_string();
+        let way = self
+            .chain
+            .take(&mut object, &request, audited, namespaces)
+            .map_err(|e| format!("{source}: {described}: {e}"))?;
+        let Some(way) = way else {
+            outcome.not_covered += 1;
+            return Ok(None);
+        };
+        let changed = way.verdicts.iter().any(|v| v.patch.is_some());
+        outcome.changed += usize::from(changed);
+        for warning in way.warnings {
+            outcome.warn_once(warning);
+        }
+        outcome.audited += usize::from(audited);
         let mut annotations: Vec<String> = object["metadata"]["annotations"]
             .as_object()
             .map(|a| a.keys().cloned().collect())
             .unwrap_or_default();
         annotations.sort_unstable();
-        request["object"] = candidate.object;
-        // The API server's conditions; the audit scanner never reads them
-        // (adm-controller 1.35, `internal/audit-scanner`).
-        if !audited {
-            let unmet = self
-                .policy
-                .unmet_condition(&request)
-                .map_err(|e| format!("{source}: {described}: {e}"))?;
-            if unmet.is_some() {
-                outcome.not_covered += 1;
-                return Ok(());
+        // One policy's row is its verdict; a set's is accepted unless a
+        // policy in protect mode rejects, and says each rejection.
+        let (accepted, message) = match self.each {
+            false => {
+                let verdict = way.verdicts.first();
+                let accepted = verdict.is_none_or(|v| v.accepted);
+                (accepted, verdict.and_then(|v| v.message.clone()))
             }
-        }
-        outcome.audited += usize::from(audited);
-        let request = serde_json::to_vec(&request).unwrap_or_default();
-        // A policy that fails on an object rejects it, as policy-server
-        // answers it (code 500).
-        let (accepted, message) = match self.judging.judge(instance, &request) {
-            Ok(judged) => (judged.verdict.accepted, judged.line()),
-            Err(e) => (false, Some(format!("internal server error: {e}"))),
+            true => {
+                let rejections: Vec<String> = way
+                    .verdicts
+                    .iter()
+                    .filter(|v| !v.accepted && !v.monitor)
+                    .map(|v| format!("{}: {}", v.policy, v.message.as_deref().unwrap_or("")))
+                    .collect();
+                let message = (!rejections.is_empty()).then(|| rejections.join("\n"));
+                (rejections.is_empty(), message)
+            }
         };
         if generated {
             outcome.warn_once(format!(
@@ -587,8 +556,12 @@ impl Checker {
             message,
             annotations,
             audited,
+            verdicts: match self.each {
+                true => way.verdicts,
+                false => Vec::new(),
+            },
         });
-        Ok(())
+        Ok(changed.then_some(object))
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod admission;
 pub mod check;
+pub mod modules;
 pub mod run;
 pub mod serve;
 pub mod suite;

@@ -79,7 +79,8 @@ fn run() -> Result<(), String> {
     println!("reading and parsing alone: {:.2} s", reading.as_secs_f64());
 
     let command = Command {
-        module: module.into(),
+        module: Some(module.into()),
+        store: Default::default(),
         inputs,
         policy: PolicySource::Settings(json!({
             "criteria": "doesNotContainOtherThan",

@@ -85,6 +85,20 @@ impl Policy {
         }
     }
 
+    /// The name of the webhook configuration Kubewarden registers for it,
+    /// by which the API server orders mutating webhooks
+    /// (kubewarden-controller 1.35, each kind's `GetUniqueName`).
+    pub fn webhook(&self) -> String {
+        let group = match self.judge {
+            Judge::Single { .. } => "",
+            Judge::Group { .. } => "group-",
+        };
+        match &self.namespace {
+            None => format!("clusterwide-{group}{}", self.name),
+            Some(namespace) => format!("namespaced-{group}{namespace}-{}", self.name),
+        }
+    }
+
     /// Why Kubewarden's audit scanner will report nothing of this policy,
     /// if it will not (adm-controller 1.35,
     /// `internal/audit-scanner/policies/client.go`): `backgroundAudit:
@@ -113,8 +127,17 @@ impl Policy {
     /// What judges for this policy, each member's settings validated by
     /// `instance`.
     pub fn judging(&self, instance: &Instance) -> Result<Judging, String> {
+        self.judging_each(&|_| instance)
+    }
+
+    /// As [`Policy::judging`], each member of a group on its own module's
+    /// instance (`instance(i)`, members in name order).
+    pub fn judging_each<'a>(
+        &self,
+        instance: &dyn Fn(usize) -> &'a Instance,
+    ) -> Result<Judging, String> {
         match &self.judge {
-            Judge::Single { settings } => Judging::new(
+            Judge::Single { settings } => Judging::new_each(
                 instance,
                 &self.name,
                 &[(self.name.clone(), settings.clone())],
@@ -125,7 +148,7 @@ impl Policy {
                 members,
                 expression,
                 message,
-            } => Judging::new(
+            } => Judging::new_each(
                 instance,
                 &self.name,
                 members,

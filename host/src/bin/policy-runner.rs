@@ -164,17 +164,28 @@ struct SettingsArgs {
 
 #[derive(Args)]
 struct CheckArgs {
-    /// The policy module; an annotated one (`annotated-policy.wasm`) brings
-    /// its own rules when no --policy is given.
-    module: PathBuf,
+    /// The policy module (a file whose name ends in .wasm, or that is
+    /// WebAssembly); an annotated one brings its own rules when no --policy
+    /// is given. With --policy it may be left out: each policy runs the
+    /// module its `spec.module` names.
+    module: String,
     /// Files and directories of manifests (searched for *.yaml, *.yml and
     /// *.json), or `-` for standard input.
-    #[arg(required = true)]
     inputs: Vec<String>,
-    /// A ClusterAdmissionPolicy, AdmissionPolicy or policy group manifest:
-    /// its rules, selectors and settings.
+    /// ClusterAdmissionPolicy, AdmissionPolicy and policy group manifests
+    /// (a file, or a directory searched as inputs are; repeat it for more):
+    /// their rules, selectors and settings. One file with MODULE judges as
+    /// that policy; otherwise they judge as a policy set, mutating policies
+    /// first, each running its `spec.module` unless MODULE is given.
     #[arg(long, conflicts_with_all = ["settings_json", "settings_path"])]
-    policy: Option<PathBuf>,
+    policy: Vec<PathBuf>,
+    /// kwctl's store, where modules named by reference are found
+    /// [default: where kwctl keeps it]
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+    /// Fetch no module: one that kwctl's store lacks is an error naming it.
+    #[arg(long)]
+    offline: bool,
     #[command(flatten)]
     settings: SettingsArgs,
     /// The namespace of objects that name none.
@@ -359,22 +370,42 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
         Output::Junit => Format::Junit,
         Output::Sarif => Format::Sarif,
     };
-    let policy = match (args.policy, settings(&args.settings)?) {
-        (Some(path), _) => {
-            let manifest = read_yaml(&path)?;
-            PolicySource::Manifest(path, manifest)
+    // The first operand is the module, unless policies are given and it
+    // is not WebAssembly: then each policy names its own, and it is input.
+    let mut inputs = args.inputs;
+    let module = match args.policy.is_empty() || is_module(&args.module) {
+        true => Some(PathBuf::from(args.module)),
+        false => {
+            inputs.insert(0, args.module);
+            None
         }
-        (None, Some(settings)) => PolicySource::Settings(settings),
-        (None, None) => {
+    };
+    if inputs.is_empty() {
+        return Err(
+            "give the manifests to check (files, directories, or - for standard input)".to_string(),
+        );
+    }
+    let policy = match (args.policy.as_slice(), settings(&args.settings)?) {
+        ([path], _) if module.is_some() && !path.is_dir() => {
+            let manifest = read_yaml(path)?;
+            PolicySource::Manifest(path.clone(), manifest)
+        }
+        ([], Some(settings)) => PolicySource::Settings(settings),
+        ([], None) => {
             return Err(
                 "give the policy's settings (--settings-json or --settings-path) or a policy manifest (--policy)"
                     .to_string(),
             );
         }
+        (paths, _) => PolicySource::Set(policy_host::check::policy_set(paths)?),
     };
     let command = Command {
-        module: args.module,
-        inputs: args.inputs,
+        module,
+        store: policy_host::modules::Store {
+            root: args.store,
+            offline: args.offline,
+        },
+        inputs,
         policy,
         namespace: Some(args.namespace),
         kubectl_apply: args.kubectl_apply,
@@ -401,6 +432,18 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
         &mut out,
     )?;
     Ok(ExitCode::from(finished.status))
+}
+
+/// Whether `operand` is a module: named `*.wasm`, or WebAssembly.
+fn is_module(operand: &str) -> bool {
+    use std::io::Read;
+    if operand.ends_with(".wasm") {
+        return true;
+    }
+    let mut magic = [0; 4];
+    std::fs::File::open(operand)
+        .and_then(|mut file| file.read_exact(&mut magic))
+        .is_ok_and(|()| magic == *b"\0asm")
 }
 
 /// Prints a report on standard output; a reader that stops early (`| head`)

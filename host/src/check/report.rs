@@ -25,6 +25,36 @@ fn without_subject(row: &Row) -> &str {
     message.strip_prefix(subject.as_str()).unwrap_or(message)
 }
 
+/// What the policies of a set changed of a row's object, a line a change
+/// under the policy that made it; nothing for one policy's row.
+fn changes(row: &Row) -> Vec<String> {
+    let mut lines = Vec::new();
+    for verdict in &row.verdicts {
+        let changes = verdict.changes();
+        if !changes.is_empty() {
+            lines.push(format!("changed by {}:", verdict.policy));
+            lines.extend(changes.into_iter().map(|change| format!("  {change}")));
+        }
+    }
+    lines
+}
+
+/// A set's rejections that only monitor-mode policies make: logged by
+/// policy-server, not made.
+fn monitored(row: &Row) -> Vec<String> {
+    row.verdicts
+        .iter()
+        .filter(|v| v.monitor && !v.accepted)
+        .map(|v| {
+            format!(
+                "{} (monitor mode, logged only): {}",
+                v.policy,
+                v.message.as_deref().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
 const MONITOR: &str =
     "the policy is in monitor mode: policy-server would log these rejections, not make them";
 
@@ -77,6 +107,21 @@ pub fn github(outcome: &Outcome, mode: &str, out: &mut dyn Write) -> io::Result<
             row.message.as_deref().unwrap_or("rejected"),
         )?;
     }
+    for row in shown(outcome, false) {
+        let row = row?;
+        let changed = changes(&row);
+        if !changed.is_empty() {
+            command(
+                "notice",
+                Some(&row.source),
+                &row.object,
+                &changed.join("\n"),
+            )?;
+        }
+        for monitored in monitored(&row) {
+            command("warning", Some(&row.source), &row.object, &monitored)?;
+        }
+    }
     for unusable in &outcome.unusable {
         command(
             "error",
@@ -126,12 +171,19 @@ pub fn junit(outcome: &Outcome, policy: &str, out: &mut dyn Write) -> io::Result
             xml(&row.source.file),
             row.source.line
         )?;
+        let mut said = changes(&row);
+        said.extend(monitored(&row));
+        let said = match said.is_empty() {
+            true => String::new(),
+            false => format!("\n      <system-out>{}</system-out>", xml(&said.join("\n"))),
+        };
         match row.accepted {
-            true => out.write_all(b"/>\n")?,
+            true if said.is_empty() => out.write_all(b"/>\n")?,
+            true => write!(out, ">{said}\n    </testcase>\n")?,
             false => {
                 write!(
                     out,
-                    ">\n      <failure type=\"rejected\" message=\"{}\">{}</failure>\n    </testcase>\n",
+                    ">\n      <failure type=\"rejected\" message=\"{}\">{}</failure>{said}\n    </testcase>\n",
                     xml(row.message.as_deref().unwrap_or("rejected")),
                     xml(&match row.derived_from.is_empty() {
                         true => format!("{name} at {}", row.source),
@@ -204,14 +256,29 @@ pub fn summary(outcome: &Outcome) -> String {
         plural(outcome.rows.len(), "object", "objects"),
         outcome.rejected()
     );
+    if outcome.policies > 1 {
+        line = format!(
+            "{} checked by {} policies, {} rejected",
+            plural(outcome.rows.len(), "object", "objects"),
+            outcome.policies,
+            outcome.rejected()
+        );
+    }
+    if outcome.changed > 0 {
+        let _ = write!(line, ", {} changed by a mutating policy", outcome.changed);
+    }
     if outcome.audited > 0 {
         let _ = write!(line, ", {} judged as an audit", outcome.audited);
     }
     if outcome.not_covered > 0 {
         let _ = write!(
             line,
-            ", {} left out by the policy's rules or selectors",
-            outcome.not_covered
+            ", {} left out by {} rules or selectors",
+            outcome.not_covered,
+            match outcome.policies > 1 {
+                true => "every policy's",
+                false => "the policy's",
+            }
         );
     }
     if !outcome.notes.is_empty() {
@@ -251,6 +318,8 @@ pub fn json(
     #[serde(rename_all = "camelCase", bound = "Streamed<R>: serde::Serialize")]
     struct Report<'o, R> {
         audited: usize,
+        /// Objects a mutating policy changed.
+        changed: usize,
         checked: usize,
         mode: &'o str,
         not_covered: usize,
@@ -270,6 +339,9 @@ pub fn json(
         derived_from: Vec<String>,
         message: Option<String>,
         object: String,
+        /// A policy set's: each policy's verdict and patch.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        policies: Vec<super::Verdict>,
         source: String,
     }
     #[derive(serde::Serialize)]
@@ -286,6 +358,7 @@ pub fn json(
     }
     let report = Report {
         audited: outcome.audited,
+        changed: outcome.changed,
         checked: outcome.rows.len(),
         mode,
         not_covered: outcome.not_covered,
@@ -308,6 +381,7 @@ pub fn json(
                 derived_from: row.derived_from,
                 message: row.message,
                 object: row.object,
+                policies: row.verdicts,
             })
         })),
         unusable: outcome
@@ -417,6 +491,7 @@ mod tests {
             message: (!accepted).then(|| "lacks required annotations".to_string()),
             annotations: Vec::new(),
             audited,
+            verdicts: Vec::new(),
         };
         let make = |audited: bool, accepted: bool| Outcome {
             rows: Rows::from(vec![row(audited, accepted)]),
@@ -462,6 +537,7 @@ mod tests {
             message: Some(message.to_string()),
             annotations: Vec::new(),
             audited: false,
+            verdicts: Vec::new(),
         };
         let namespaced = row(
             "Pod shop/web",

@@ -202,6 +202,7 @@ mod tests {
             message: (!accepted).then(|| "lacks \"x\"\nand é".to_string()),
             annotations: vec!["a".to_string(), "b/c".to_string()],
             audited: accepted,
+            verdicts: Vec::new(),
         }
     }
 

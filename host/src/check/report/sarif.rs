@@ -18,6 +18,8 @@ use super::super::manifests::Source;
 
 /// The rule of input the check could not use.
 const UNUSABLE: &str = "unusable-input";
+/// The rule of a mutating policy's change.
+const MUTATED: &str = "mutated";
 
 /// Where SARIF tools resolve relative paths: the repository's root.
 const SOURCE_ROOT: &str = "%SRCROOT%";
@@ -42,6 +44,17 @@ pub fn sarif(outcome: &Outcome, mode: &str, policy: &str, out: &mut dyn Write) -
                 result(policy, rejection, text, &row.source)
             })
         });
+    // What a set's mutating policies changed, a note on the object's line.
+    let changed = outcome.rows.iter().filter_map(|row| match row {
+        Err(e) => Some(Err(e)),
+        Ok(row) => {
+            let changes = super::changes(&row);
+            (!changes.is_empty()).then(|| {
+                let text = format!("{}: {}", row.object, changes.join("\n"));
+                Ok(result(MUTATED, ResultLevel::Note, text, &row.source))
+            })
+        }
+    });
     let unusable = outcome.unusable.iter().map(|unusable| {
         Ok(result(
             UNUSABLE,
@@ -56,6 +69,7 @@ pub fn sarif(outcome: &Outcome, mode: &str, policy: &str, out: &mut dyn Write) -
             &format!("The annotations policy `{policy}` rejects the object"),
         ),
         rule(UNUSABLE, "The check cannot read the object"),
+        rule(MUTATED, "A mutating policy changes the object"),
     ];
     let driver = ToolComponent::builder()
         .name(policy)
@@ -80,7 +94,7 @@ pub fn sarif(outcome: &Outcome, mode: &str, policy: &str, out: &mut dyn Write) -
         version: "2.1.0",
         runs: [StreamedRun {
             run,
-            results: super::Streamed::new(rejected.chain(unusable)),
+            results: super::Streamed::new(rejected.chain(changed).chain(unusable)),
         }],
     };
     serde_json::to_writer_pretty(&mut *out, &log)?;

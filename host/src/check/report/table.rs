@@ -205,12 +205,11 @@ fn cells(row: &Row) -> [String; 4] {
         true => "accepted",
         false => "rejected",
     };
-    [
-        line,
-        object,
-        verdict.to_string(),
-        without_subject(row).to_string(),
-    ]
+    let mut message = vec![without_subject(row).to_string()];
+    message.extend(super::monitored(row));
+    message.extend(super::changes(row));
+    message.retain(|line| !line.is_empty());
+    [line, object, verdict.to_string(), message.join("\n")]
 }
 
 /// The widths of a file's cells so far, as its rows are read: the widest
@@ -411,6 +410,7 @@ mod tests {
             message: (!accepted).then(|| message.to_string()),
             annotations: Vec::new(),
             audited: false,
+            verdicts: Vec::new(),
         };
         let long = "carries annotations outside the allowed list \"example.com/*\"; remove \"deployment.kubernetes.io/desired-replicas\", \"deployment.kubernetes.io/max-replicas\", \"deployment.kubernetes.io/revision\"";
         Outcome {
