@@ -4,6 +4,8 @@
 //! and the report is the same on one core as on every core.
 
 mod common;
+#[path = "../evaluator/tests/common/mod.rs"]
+mod policies;
 
 use std::path::{Path, PathBuf};
 
@@ -12,8 +14,10 @@ use policy_host::suite::{Command, Format, Outcome};
 use serde_json::Value;
 
 fn command(paths: &[&Path], format: Format) -> Command {
-    // The suites name the module at the root: built fresh first.
+    // The suites name the module at the root, and the evaluator's mutating
+    // test policy: built fresh first.
     module_path();
+    policies::built();
     Command {
         paths: paths.iter().map(|p| p.to_path_buf()).collect(),
         file_name: policy_host::suite::file::FILE_NAME.to_string(),
@@ -22,6 +26,12 @@ fn command(paths: &[&Path], format: Format) -> Command {
         format,
         jobs: 0,
         module: None,
+        // A store of the test's own, empty, and never fetched into: the
+        // suites map their modules, and read nothing of the user's.
+        store: policy_host::modules::Store {
+            root: Some(std::env::temp_dir().join("policy-runner-suites-no-store")),
+            offline: true,
+        },
     }
 }
 
@@ -143,12 +153,13 @@ fn a_suite_that_expects_the_wrong_things_fails_with_each_reason() {
         .filter(|r| !r.passed)
         .map(|r| r.reason.as_str())
         .collect();
-    assert_eq!(reasons.len(), 4, "{reasons:#?}");
+    assert_eq!(reasons.len(), 5, "{reasons:#?}");
     for wanted in [
         "no policy named",
         "did you mean",
         "among the resources",
         "the message does not match",
+        "the object as mutated is not the one in",
     ] {
         assert!(
             reasons.iter().any(|r| r.contains(wanted)),
@@ -289,7 +300,7 @@ fn what_cannot_be_used_is_an_error_that_names_it() {
     let outcome = outcome(&[&dir, &dir.join("nowhere")]);
     let errors = outcome.errors.join("\n");
     for wanted in [
-        "has no local file: map it to one under `modules`",
+        "or map it to a file under `modules`",
         "absolute path",
         "not a WebAssembly module",
         "app.yaml",
@@ -363,6 +374,18 @@ fn check_judges_and_leaves_out_as_the_suites_do() {
     files.dedup();
     for file in files {
         let test = TestFile::read(Path::new(file)).unwrap();
+        // A suite with mutating policies judges each object as they leave
+        // it, which one policy's check cannot: tests/set.rs checks the
+        // mutation suite's policies and objects as a set.
+        let mutating = test.policies.iter().any(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            manifests::documents(&text)
+                .into_iter()
+                .any(|(_, manifest)| manifest.unwrap()["spec"]["mutating"] == true)
+        });
+        if mutating {
+            continue;
+        }
         for path in &test.policies {
             let text = std::fs::read_to_string(path).unwrap();
             for (_, manifest) in manifests::documents(&text) {
@@ -494,4 +517,52 @@ fn what_a_test_cannot_know_is_an_error() {
     assert_eq!((outcome.status(), outcome.left_out), (2, 1));
     assert!(outcome.errors[0].contains("--run `nothing-matches` matches no test and no object"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A module the test file does not map is found in kwctl's store, as the
+/// policy names it; where the store lacks it, the error names the pull.
+#[test]
+fn a_module_the_file_does_not_map_comes_from_kwctls_store() {
+    let dir = std::env::temp_dir().join(format!("suites-store-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let set = root().join("test_data/set");
+    std::fs::copy(
+        set.join("policies/require-owner.yaml"),
+        dir.join("policy.yaml"),
+    )
+    .unwrap();
+    std::fs::copy(set.join("manifests/shop.yaml"), dir.join("shop.yaml")).unwrap();
+    std::fs::write(
+        dir.join("policy-test.yaml"),
+        "apiVersion: test.annotations-policy.github.io/v1alpha1\nkind: Test\n\
+         policies: [policy.yaml]\nresources: [shop.yaml]\nresults:\n\
+         - {policy: require-owner, kind: Pod, resources: [legacy/old], result: fail}\n",
+    )
+    .unwrap();
+    let store = dir.join("store");
+    let mut command = command(&[&dir.join("policy-test.yaml")], Format::Table);
+    command.store = policy_host::modules::Store {
+        root: Some(store.clone()),
+        offline: true,
+    };
+    let missing = command.run();
+    assert_eq!(missing.status, 2, "{}", missing.output);
+    assert!(
+        missing.said.iter().any(|said| said
+            .contains("kwctl pull registry://registry.test:5000/policies/annotations:v1")),
+        "{:?}",
+        missing.said
+    );
+    let at = store.join("registry/registry.test:5000/policies");
+    std::fs::create_dir_all(&at).unwrap();
+    std::fs::copy(module_path(), at.join("annotations:v1")).unwrap();
+    let found = command.run();
+    assert_eq!(
+        (found.status, &found.said),
+        (0, &Vec::new()),
+        "{}",
+        found.output
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -181,6 +181,12 @@ pub fn applied(
     Ok(Some((changed, operations)))
 }
 
+/// The JSONPatch (its operations, as JSON) from `from` to `to`: `[]` when
+/// they are the same.
+pub fn difference(from: &Value, to: &Value) -> Value {
+    serde_json::to_value(json_patch::diff(from, to)).unwrap_or_default()
+}
+
 /// policy-server's refusal of a policy that mutated while its
 /// `spec.mutating` is false.
 pub fn not_allowed_to_mutate(policy: &str) -> String {

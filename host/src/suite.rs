@@ -42,6 +42,8 @@ pub struct Command {
     pub jobs: usize,
     /// The module every policy runs, instead of the test files' `modules`.
     pub module: Option<PathBuf>,
+    /// Where a module the test files do not map is found.
+    pub store: crate::modules::Store,
 }
 
 /// What test files gave: one file's, or a whole run's.
@@ -144,7 +146,7 @@ impl Command {
                 Err(e) => outcome.errors.push(format!("{}: {e}", path.display())),
             }
         }
-        let modules = Modules::new(tests.iter(), self.module.clone());
+        let modules = Modules::new(tests.iter(), self.module.clone(), self.store.clone());
         let selected = |test: &str, object: &str| {
             self.run
                 .as_ref()

@@ -87,6 +87,7 @@ fn measure(
         format: Format::Json,
         jobs,
         module: None,
+        store: Default::default(),
     };
     for run in 1..=runs {
         let start = Instant::now();

@@ -162,6 +162,27 @@ struct SettingsArgs {
     settings_path: Option<PathBuf>,
 }
 
+/// Where modules named by reference (a policy's `spec.module`) are found.
+#[derive(Args)]
+struct StoreArgs {
+    /// kwctl's store, where modules named by reference are found
+    /// [default: where kwctl keeps it]
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+    /// Fetch no module: one that kwctl's store lacks is an error naming it.
+    #[arg(long)]
+    offline: bool,
+}
+
+impl StoreArgs {
+    fn store(self) -> policy_host::modules::Store {
+        policy_host::modules::Store {
+            root: self.store,
+            offline: self.offline,
+        }
+    }
+}
+
 #[derive(Args)]
 struct CheckArgs {
     /// The policy module (a file whose name ends in .wasm, or that is
@@ -179,13 +200,8 @@ struct CheckArgs {
     /// first, each running its `spec.module` unless MODULE is given.
     #[arg(long, conflicts_with_all = ["settings_json", "settings_path"])]
     policy: Vec<PathBuf>,
-    /// kwctl's store, where modules named by reference are found
-    /// [default: where kwctl keeps it]
-    #[arg(long, value_name = "DIR")]
-    store: Option<PathBuf>,
-    /// Fetch no module: one that kwctl's store lacks is an error naming it.
-    #[arg(long)]
-    offline: bool,
+    #[command(flatten)]
+    store: StoreArgs,
     #[command(flatten)]
     settings: SettingsArgs,
     /// The namespace of objects that name none.
@@ -258,6 +274,8 @@ struct TestArgs {
     /// `modules` say (such as the release's annotated-policy.wasm).
     #[arg(long)]
     module: Option<PathBuf>,
+    #[command(flatten)]
+    store: StoreArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -401,10 +419,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
     };
     let command = Command {
         module,
-        store: policy_host::modules::Store {
-            root: args.store,
-            offline: args.offline,
-        },
+        store: args.store.store(),
         inputs,
         policy,
         namespace: Some(args.namespace),
@@ -477,6 +492,7 @@ fn run_test(args: TestArgs) -> Result<ExitCode, String> {
         fail_only: args.fail_only,
         jobs: args.jobs,
         module: args.module,
+        store: args.store.store(),
         format: match args.output {
             TestOutput::Table => Format::Table,
             TestOutput::Json => Format::Json,

@@ -54,6 +54,22 @@ impl Row {
     }
 }
 
+/// What a policy decided of an object, and why.
+struct Decided {
+    got: Option<Verdict>,
+    reason: String,
+    /// How the object as mutated differs from `patchedResource`'s.
+    unlike: Option<String>,
+}
+
+/// Whether two objects are the same one: the same kind and name.
+fn same(a: &Value, b: &Value) -> bool {
+    let field = |value: &Value, name: &str| value["metadata"][name].clone();
+    a["kind"] == b["kind"]
+        && field(a, "name") == field(b, "name")
+        && field(a, "namespace") == field(b, "namespace")
+}
+
 /// Runs `test`; `selected` says which rows to decide (`--run`).
 pub fn run(test: &TestFile, modules: &Modules, selected: &dyn Fn(&str, &str) -> bool) -> Outcome {
     let mut ran = Outcome::default();
@@ -145,16 +161,19 @@ impl Test<'_> {
             for object in matching {
                 let decided = old_object(&olds, expected, object)
                     .and_then(|old| self.decide(policy, judging, expected, object, old));
-                let (got, reason) = match decided {
-                    Ok(decided) => decided,
+                let (got, reason, unlike) = match decided {
+                    Ok(decided) => (decided.got, decided.reason, decided.unlike),
                     Err(error) => {
                         let file = self.test.path.display();
                         ran.errors
                             .push(format!("{file}: {}: {error}", object.described));
-                        (None, error)
+                        (None, error, None)
                     }
                 };
-                let (passed, reason) = grade(expected, got, reason);
+                let (passed, reason) = match (grade(expected, got, reason), unlike) {
+                    ((true, _), Some(unlike)) => (false, unlike),
+                    (graded, _) => graded,
+                };
                 ran.rows
                     .push(row(object.described.clone(), got, passed, reason));
             }
@@ -162,7 +181,8 @@ impl Test<'_> {
     }
 
     /// What `policy` (through `judging`: the policy's, or one member's)
-    /// decides of `object` (over `old`, for an UPDATE), and why.
+    /// decides of `object` (over `old`, for an UPDATE), and why; with
+    /// `patchedResource`, how the object as mutated differs from it.
     fn decide(
         &self,
         loaded: &ReadyPolicy,
@@ -170,10 +190,45 @@ impl Test<'_> {
         expected: &Expected,
         object: &Object,
         old: Option<&Value>,
-    ) -> Result<(Option<Verdict>, String), String> {
+    ) -> Result<Decided, String> {
         let policy = &loaded.policy;
-        let subject = &object.object;
-        let addressed = Addressed::of(subject);
+        let decided = |got: Verdict, reason: String| Decided {
+            got: Some(got),
+            reason,
+            unlike: None,
+        };
+        // The API server sends a creation or an update through the
+        // mutating policies first, in their webhooks' order (`check`'s
+        // chain); the audit scanner sends the object as stored.
+        let mut subject = object.object.clone();
+        if !expected.audit && expected.operation != Operation::Delete {
+            for before in self.mutating_before(loaded) {
+                let Ok(judged) =
+                    self.judged(before, &before.judging, expected, object, &subject, old)?
+                else {
+                    continue;
+                };
+                match judged.line() {
+                    Some(line) if before.policy.mode != "monitor" => {
+                        let why = format!(
+                            "not sent to {}: {} rejects it first: {line}",
+                            policy.name, before.policy.name
+                        );
+                        return Ok(decided(Verdict::Skip, why));
+                    }
+                    Some(_) => {}
+                    None if before.policy.mode == "monitor" => {}
+                    None => {
+                        if let Some((changed, _)) =
+                            policy_evaluator::response::applied(&subject, &judged.verdict)?
+                        {
+                            subject = changed;
+                        }
+                    }
+                }
+            }
+        }
+        let addressed = Addressed::of(&subject);
         let (group, version, resource) = (addressed.group, addressed.version, &addressed.resource);
         if expected.audit && !policy.audits(group, version, resource) {
             let why = policy.unaudited().unwrap_or_else(|| {
@@ -182,17 +237,81 @@ impl Test<'_> {
                     policy.name
                 )
             });
-            return Ok((Some(Verdict::Skip), why));
+            return Ok(decided(Verdict::Skip, why));
         }
+        let judged = match self.judged(loaded, judging, expected, object, &subject, old)? {
+            Ok(judged) => judged,
+            Err(why) => return Ok(decided(Verdict::Skip, why)),
+        };
+        // Monitor mode lets a request through with a log line; the audit
+        // scanner reports a rejection as a failure whatever the mode.
+        let monitored = policy.mode == "monitor" && !expected.audit;
+        let mut result = match judged.line() {
+            None => decided(Verdict::Pass, String::new()),
+            Some(message) if monitored => decided(Verdict::Warn, message),
+            Some(message) => decided(Verdict::Fail, message),
+        };
+        if let Some(path) = &expected.patched_resource {
+            if judged.verdict.accepted
+                && policy.mutating
+                && !monitored
+                && let Some((changed, _)) =
+                    policy_evaluator::response::applied(&subject, &judged.verdict)?
+            {
+                subject = changed;
+            }
+            let wanted = self.patched_object(path, object)?;
+            let difference = policy_evaluator::response::difference(&wanted, &subject);
+            if difference != serde_json::json!([]) {
+                result.unlike = Some(format!(
+                    "the object as mutated is not the one in {}: the JSONPatch from that one to it is {difference}",
+                    path.display()
+                ));
+            }
+        }
+        Ok(result)
+    }
+
+    /// The mutating policies the API server calls before `policy`: all of
+    /// them for a validating policy, those whose webhook configuration's
+    /// name sorts first for a mutating one.
+    fn mutating_before<'p>(
+        &'p self,
+        policy: &'p ReadyPolicy,
+    ) -> impl Iterator<Item = &'p ReadyPolicy> + 'p {
+        let webhook = policy.policy.webhook();
+        let mut before: Vec<&ReadyPolicy> = self
+            .policies
+            .iter()
+            .filter(|p| p.policy.mutating)
+            .filter(|p| !policy.policy.mutating || p.policy.webhook() < webhook)
+            .collect();
+        before.sort_by_key(|p| p.policy.webhook());
+        before.into_iter()
+    }
+
+    /// What `loaded` (through `judging`) answers for `subject`, the object
+    /// as it reaches the policy; `Ok(Err(why))` when the policy's rules,
+    /// selectors or conditions leave it out.
+    fn judged(
+        &self,
+        loaded: &ReadyPolicy,
+        judging: &Judging,
+        expected: &Expected,
+        object: &Object,
+        subject: &Value,
+        old: Option<&Value>,
+    ) -> Result<Result<policy_evaluator::group::Judged, String>, String> {
+        let policy = &loaded.policy;
+        let addressed = Addressed::of(subject);
         let operation = match expected.audit {
             true => "CREATE",
             false => expected.operation.as_str(),
         };
-        let scope = policy.scope(subject, old, operation, &addressed, &self.namespaces);
-        match scope {
+        match policy.scope(subject, old, operation, &addressed, &self.namespaces) {
             Scope::Out(why) => {
                 let why = format!("not sent to {} for a {operation}: {why}", policy.name);
-                return Ok((Some(Verdict::Skip), why));
+                return Ok(Err(why));
             }
             // A test says what must happen: a guess would pass or fail it
             // by chance.
@@ -224,20 +343,42 @@ impl Test<'_> {
             && let Some(condition) = policy.unmet_condition(&request)?
         {
             let why = format!("{}'s matchCondition `{condition}` is false", policy.name);
-            return Ok((Some(Verdict::Skip), why));
+            return Ok(Err(why));
         }
         let request = serde_json::to_vec(&request).map_err(|e| e.to_string())?;
-        let judged = judging
+        judging
             .judge(&self.instances[loaded.instance], &request)
-            .map_err(|e| e.to_string())?;
-        // Monitor mode lets a request through with a log line; the audit
-        // scanner reports a rejection as a failure whatever the mode.
-        let monitored = policy.mode == "monitor" && !expected.audit;
-        Ok(match judged.line() {
-            None => (Some(Verdict::Pass), String::new()),
-            Some(message) if monitored => (Some(Verdict::Warn), message),
-            Some(message) => (Some(Verdict::Fail), message),
-        })
+            .map(Ok)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The object of `patchedResource` that has `object`'s kind and name,
+    /// as admitted.
+    fn patched_object(&self, path: &std::path::Path, object: &Object) -> Result<Value, String> {
+        let mut errors = Vec::new();
+        let found = read_objects(std::slice::from_ref(&path.to_path_buf()), &mut errors);
+        if let Some(error) = errors.into_iter().next() {
+            return Err(error);
+        }
+        let alone = Admission {
+            derive: false,
+            ..self.admission.clone()
+        };
+        found
+            .into_iter()
+            .map(|patched| {
+                objects::candidates(patched, &alone, &self.owners)
+                    .swap_remove(0)
+                    .object
+            })
+            .find(|patched| same(patched, &object.object))
+            .ok_or_else(|| {
+                format!(
+                    "{} holds no {}: a patched object has the object's kind and name",
+                    path.display(),
+                    object.described
+                )
+            })
     }
 
     /// The objects of a result's `oldResource` as admitted (a namespace
@@ -318,19 +459,16 @@ fn old_object<'o>(
     match (expected.operation, &expected.old_resource) {
         (Operation::Update, Some(path)) => {
             let olds = olds.as_ref().map_err(Clone::clone)?;
-            let same = |old: &&Value| {
-                let field = |value: &Value, name: &str| value["metadata"][name].clone();
-                old["kind"] == object.object["kind"]
-                    && field(old, "name") == field(&object.object, "name")
-                    && field(old, "namespace") == field(&object.object, "namespace")
-            };
-            olds.iter().find(same).map(Some).ok_or_else(|| {
-                format!(
-                    "{} holds no {}: an UPDATE's old object has the new one's kind and name",
-                    path.display(),
-                    object.described
-                )
-            })
+            olds.iter()
+                .find(|old| same(old, &object.object))
+                .map(Some)
+                .ok_or_else(|| {
+                    format!(
+                        "{} holds no {}: an UPDATE's old object has the new one's kind and name",
+                        path.display(),
+                        object.described
+                    )
+                })
         }
         (Operation::Update, None) => Ok(Some(&object.object)),
         (Operation::Create | Operation::Delete, _) => Ok(None),

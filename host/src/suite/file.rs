@@ -27,7 +27,7 @@ pub const FIELDS: [&str; 7] = [
     "results",
 ];
 /// The fields of a result.
-pub const RESULT_FIELDS: [&str; 9] = [
+pub const RESULT_FIELDS: [&str; 10] = [
     "policy",
     "kind",
     "resources",
@@ -37,6 +37,7 @@ pub const RESULT_FIELDS: [&str; 9] = [
     "oldResource",
     "userInfo",
     "audit",
+    "patchedResource",
 ];
 
 /// A test file, its paths resolved against its directory.
@@ -71,6 +72,9 @@ pub struct Expected {
     pub user_info: Option<UserInfo>,
     /// Sent as Kubewarden's audit scanner sends a stored object.
     pub audit: bool,
+    /// Each object as the mutating policies must leave it, by name: once
+    /// the policy has judged it, as `kyverno test` names it.
+    pub patched_resource: Option<PathBuf>,
 }
 
 /// What a policy decided of one object.
@@ -174,6 +178,8 @@ struct RawResult {
     user_info: Option<UserInfo>,
     #[serde(default)]
     audit: bool,
+    #[serde(default, deserialize_with = "given")]
+    patched_resource: Option<String>,
 }
 
 /// An optional field that, when written, holds a value: YAML's `message:`
@@ -323,6 +329,27 @@ fn expected(
             raw.operation.as_str()
         ));
     }
+    if raw.patched_resource.is_some() {
+        let conflict = [
+            (
+                raw.audit,
+                "`audit: true`: the audit scanner changes nothing",
+            ),
+            (
+                raw.operation == Operation::Delete,
+                "`operation: DELETE`: a deletion leaves no object",
+            ),
+            (
+                raw.result == Verdict::Fail || raw.result == Verdict::Skip,
+                "a `fail` or `skip` result: only an object let through is stored",
+            ),
+        ]
+        .into_iter()
+        .find_map(|(set, why)| set.then_some(why));
+        if let Some(why) = conflict {
+            return Err(format!("`patchedResource` with {why}"));
+        }
+    }
     if raw.audit {
         let conflict = [
             (raw.operation != Operation::Create, "operation"),
@@ -351,6 +378,10 @@ fn expected(
             .transpose()?,
         user_info: raw.user_info,
         audit: raw.audit,
+        patched_resource: raw
+            .patched_resource
+            .map(|p| resolve("patchedResource", &p))
+            .transpose()?,
     })
 }
 

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
@@ -13,44 +13,61 @@ use super::file::TestFile;
 use crate::admission::{self, Declared, Judge, Namespaces, Policy};
 use crate::check::manifests::{self, Input};
 use crate::check::objects::{self, Admission, Candidate};
+use crate::modules::Store;
 use policy_evaluator::group::Judging;
 use policy_evaluator::{CompiledPolicy, Policy as Instance};
+
+/// A module compiled once, when first needed, or why it cannot be.
+type Compiled = OnceLock<Result<CompiledPolicy, String>>;
 
 /// The modules of a run, each compiled once, by the first worker that
 /// needs it: a module no policy names is never compiled.
 #[derive(Default)]
 pub struct Modules {
-    /// By [`canonical`] path.
-    compiled: BTreeMap<PathBuf, OnceLock<Result<CompiledPolicy, String>>>,
+    /// By [`canonical`] path: those `modules` map, then those found in
+    /// kwctl's store as policies name them.
+    compiled: Mutex<BTreeMap<PathBuf, Arc<Compiled>>>,
     /// The one module every policy runs (`--module`), whatever the test
     /// files map.
     every: Option<PathBuf>,
+    /// Where a module that `modules` does not map is found.
+    store: Store,
 }
 
 impl Modules {
-    /// The modules `tests` map, or `every` one instead.
-    pub fn new<'t>(tests: impl Iterator<Item = &'t TestFile>, every: Option<PathBuf>) -> Modules {
+    /// The modules `tests` map, or `every` one instead; others are found in
+    /// `store` as the policies name them.
+    pub fn new<'t>(
+        tests: impl Iterator<Item = &'t TestFile>,
+        every: Option<PathBuf>,
+        store: Store,
+    ) -> Modules {
         let files: Vec<PathBuf> = match &every {
             Some(every) => vec![every.clone()],
             None => tests.flat_map(|t| t.modules.values().cloned()).collect(),
         };
         Modules {
-            compiled: files
-                .iter()
-                .map(|file| (canonical(file), OnceLock::new()))
-                .collect(),
+            compiled: Mutex::new(
+                files
+                    .iter()
+                    .map(|file| (canonical(file), Arc::default()))
+                    .collect(),
+            ),
             every,
+            store,
         }
     }
 
-    fn compiled(&self, file: &Path) -> Result<&CompiledPolicy, String> {
+    fn compiled(&self, file: &Path) -> Result<CompiledPolicy, String> {
         let slot = self
             .compiled
-            .get(&canonical(file))
-            .ok_or_else(|| format!("{}: not among the modules of the run", file.display()))?;
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entry(canonical(file))
+            .or_default()
+            .clone();
         slot.get_or_init(|| CompiledPolicy::from_file(file).map_err(|e| e.to_string()))
-            .as_ref()
-            .map_err(Clone::clone)
+            .clone()
     }
 }
 
@@ -174,17 +191,22 @@ impl<'t> Test<'t> {
                 .map(|(_, member)| member["module"].as_str().unwrap_or_default())
                 .collect(),
         };
-        let mut file: Option<&PathBuf> = modules.every.as_ref();
+        let mut file: Option<PathBuf> = modules.every.clone();
         for reference in references.into_iter().filter(|_| modules.every.is_none()) {
             named.push(reference.to_string());
-            let mapped = self.test.modules.get(reference).ok_or_else(|| {
-                format!(
-                    "{}'s module `{reference}` has no local file: map it to one under `modules` \
-                     (or give `--module`)",
-                    policy.name
-                )
-            })?;
-            if file.is_some_and(|f| f != mapped) {
+            let mapped = match self.test.modules.get(reference) {
+                Some(mapped) => mapped.clone(),
+                None => modules
+                    .store
+                    .resolve(reference, &self.test.path)
+                    .map_err(|e| {
+                        format!(
+                            "{}: {e}; or map it to a file under `modules` (or give `--module`)",
+                            policy.name
+                        )
+                    })?,
+            };
+            if file.as_ref().is_some_and(|f| *f != mapped) {
                 return Err(format!(
                     "the members of {} map to different module files: a group is judged with one",
                     policy.name
@@ -193,11 +215,11 @@ impl<'t> Test<'t> {
             file = Some(mapped);
         }
         let file = file.ok_or_else(|| format!("{} has no member", policy.name))?;
-        let instance = match files.iter().position(|f| f == file) {
+        let instance = match files.iter().position(|f| *f == file) {
             Some(i) => i,
             None => {
                 let compiled = modules
-                    .compiled(file)
+                    .compiled(&file)
                     .map_err(|e| format!("{}: {e}", policy.name))?;
                 let instance = compiled
                     .instantiate()
