@@ -46,7 +46,56 @@ pub struct Cluster {
     skipped: usize,
 }
 
+/// (API group, kind): a kind's key in the index.
+type KindKey = (String, String);
+/// (namespace, name): an object's key among its kind's.
+type ObjectKey = (String, String);
+/// A kind's objects, by their keys.
+type Objects = BTreeMap<ObjectKey, Value>;
+
+thread_local! {
+    /// The object whose creation is being judged on this thread: the API
+    /// server has not stored it yet, so no lookup finds it
+    /// (`Cluster::while_absent`).
+    static ABSENT: std::cell::RefCell<Option<(KindKey, ObjectKey)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Whether `key` names the object being created on this thread.
+fn absent(kind: &KindKey, key: &ObjectKey) -> bool {
+    ABSENT.with(|absent| {
+        absent
+            .borrow()
+            .as_ref()
+            .is_some_and(|(k, n)| k == kind && n == key)
+    })
+}
+
 impl Cluster {
+    /// Runs `judge` with `object` out of every lookup on this thread: a
+    /// policy judging its creation runs before the API server stores it,
+    /// so it must not find the object among those of its kind (a policy
+    /// that wants a Service's selector unique would find the Service
+    /// itself). The lookups run on the thread that calls the policy.
+    pub fn while_absent<T>(object: &Value, judge: impl FnOnce() -> T) -> T {
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        let (group, _) = kinds::group_version(api_version);
+        let metadata = &object["metadata"];
+        // As admitted: a namespaced object names its namespace, a
+        // cluster-wide one none.
+        let namespace = metadata["namespace"].as_str().unwrap_or_default();
+        let name = metadata["name"].as_str().unwrap_or_default();
+        let key = (
+            (group.to_string(), kind.to_string()),
+            (namespace.to_string(), name.to_string()),
+        );
+        let before = ABSENT.with(|absent| absent.replace(Some(key)));
+        let judged = judge();
+        ABSENT.with(|absent| *absent.borrow_mut() = before);
+        judged
+    }
+
     /// The cluster the objects make. A `…List` contributes its items (an
     /// item without a kind takes the list's, as the API server's typed lists
     /// leave it out); an object without a kind or a name is skipped, and
@@ -136,19 +185,25 @@ impl Cluster {
     /// The objects of a kind in the group `api_version` names (at any of
     /// its versions), as given, sorted by namespace then name.
     pub fn objects(&self, api_version: &str, kind: &str) -> Vec<&Value> {
-        self.kind(api_version, kind)
-            .map(|objects| objects.values().collect())
-            .unwrap_or_default()
+        let Some((at, objects)) = self.kind_entry(api_version, kind) else {
+            return Vec::new();
+        };
+        objects
+            .iter()
+            .filter(|(key, _)| !absent(at, key))
+            .map(|(_, object)| object)
+            .collect()
     }
 
     /// The objects of a kind in one namespace, sorted by name.
     pub fn objects_in(&self, api_version: &str, kind: &str, namespace: &str) -> Vec<&Value> {
-        let Some(objects) = self.kind(api_version, kind) else {
+        let Some((at, objects)) = self.kind_entry(api_version, kind) else {
             return Vec::new();
         };
         objects
             .range((namespace.to_string(), String::new())..)
             .take_while(|((ns, _), _)| ns == namespace)
+            .filter(|(key, _)| !absent(at, key))
             .map(|(_, object)| object)
             .collect()
     }
@@ -166,13 +221,19 @@ impl Cluster {
             true => namespace.unwrap_or(""),
             false => "",
         };
-        self.kind(api_version, kind)?
-            .get(&(namespace.to_string(), name.to_string()))
+        let key = (namespace.to_string(), name.to_string());
+        let (at, objects) = self.kind_entry(api_version, kind)?;
+        match absent(at, &key) {
+            true => None,
+            false => objects.get(&key),
+        }
     }
 
-    fn kind(&self, api_version: &str, kind: &str) -> Option<&BTreeMap<(String, String), Value>> {
+    /// A kind's objects, with the kind's key in the index.
+    fn kind_entry(&self, api_version: &str, kind: &str) -> Option<(&KindKey, &Objects)> {
         let (group, _) = kinds::group_version(api_version);
-        self.index.get(&(group.to_string(), kind.to_string()))
+        self.index
+            .get_key_value(&(group.to_string(), kind.to_string()))
     }
 
     /// A list answer, as policy-server's reflector gives it.
@@ -724,6 +785,36 @@ mod tests {
             error,
             "resource v1/Namespace is cluster wide. Cannot search for it inside of a namespace"
         );
+    }
+
+    #[test]
+    fn the_object_being_created_is_found_by_no_lookup() {
+        let service = |name: &str| {
+            json!({"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": name, "namespace": "shop"},
+                   "spec": {"selector": {"app": "web"}}})
+        };
+        let cluster = Cluster::new([service("web"), service("other")]);
+        let names = |cluster: &Cluster| -> Vec<String> {
+            cluster
+                .objects_in("v1", "Service", "shop")
+                .iter()
+                .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(names(&cluster), ["other", "web"]);
+        Cluster::while_absent(&service("web"), || {
+            assert_eq!(names(&cluster), ["other"]);
+            assert_eq!(cluster.objects("v1", "Service").len(), 1);
+            assert!(cluster.get("v1", "Service", Some("shop"), "web").is_none());
+            assert!(
+                cluster
+                    .get("v1", "Service", Some("shop"), "other")
+                    .is_some()
+            );
+        });
+        // Found again once judged.
+        assert_eq!(names(&cluster), ["other", "web"]);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::admission::{Namespaces, Policy, Scope};
 use policy_evaluator::capabilities::Context;
+use policy_evaluator::capabilities::cluster::Cluster;
 use policy_evaluator::group::Judging;
 use policy_evaluator::kinds::Addressed;
 use policy_evaluator::{CompiledPolicy, Policy as Instance};
@@ -218,7 +219,16 @@ impl Chain {
                 };
                 // A policy that fails on an object rejects it, as
                 // policy-server answers it (code 500).
-                match member.judging.judge_each(&instance, &bytes) {
+                // A creation is judged before the API server stores the
+                // object: no lookup may find it. A stored object, audited,
+                // is in the cluster.
+                let judged = match audited {
+                    true => member.judging.judge_each(&instance, &bytes),
+                    false => Cluster::while_absent(object, || {
+                        member.judging.judge_each(&instance, &bytes)
+                    }),
+                };
+                match judged {
                     Ok(judged) => {
                         verdict.accepted = judged.verdict.accepted;
                         verdict.message = judged.line();
