@@ -13,6 +13,8 @@
 //! registry's, as policy-server reads it (`parse_url`), unless it names a
 //! file that exists, as kwctl reads it (`map_path_to_uri`).
 //!
+//! A module the store lacks is pulled into it, as `kwctl pull` would, with
+//! oci-client (the OCI client policy-fetcher uses); `--offline` refuses.
 //! No crate reads kwctl's store (policy-fetcher is not published on
 //! crates.io): these few rules are written here.
 
@@ -68,23 +70,144 @@ impl Store {
                     })?,
                 };
                 let path = in_store(&root, &scheme, &rest);
-                if path.is_file() {
+                let latest = scheme == "registry" && rest.ends_with(":latest");
+                // kwctl pulls `:latest` again each time; offline, the copy
+                // in the store is what there is.
+                if path.is_file() && (!latest || self.offline) {
                     return Ok(path);
                 }
                 let pulled = format!("{scheme}://{rest}");
-                Err(match self.offline {
-                    true => format!(
+                if self.offline {
+                    return Err(format!(
                         "module `{reference}` is not in kwctl's store ({}), and --offline \
                          fetches nothing: `kwctl pull {pulled}` puts it there",
                         path.display()
-                    ),
-                    false => format!(
-                        "module `{reference}` is not in kwctl's store ({}): `kwctl pull {pulled}` \
-                         puts it there (the runner does not pull modules itself yet)",
+                    ));
+                }
+                let bytes = match scheme.as_str() {
+                    "registry" => pull::registry(&rest),
+                    _ => pull::https(&pulled),
+                }
+                .map_err(|e| format!("module `{reference}`: cannot pull {pulled}: {e}"))?;
+                pull::keep(&path, &bytes).map_err(|e| {
+                    format!(
+                        "module `{reference}`: cannot keep it at {}: {e}",
                         path.display()
-                    ),
-                })
+                    )
+                })?;
+                Ok(path)
             }
+        }
+    }
+}
+
+/// Modules fetched as kwctl fetches them, into its store.
+mod pull {
+    use std::path::Path;
+
+    use oci_client::manifest::{WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE};
+    use oci_client::secrets::RegistryAuth;
+    use oci_client::{Client, Reference, client::ClientConfig, client::ClientProtocol};
+
+    /// The module a registry holds at `reference` (`host/path:tag` or
+    /// `host/path@sha256:…`): the one layer of a Wasm artifact, as
+    /// `kwctl push` makes it, each blob's digest checked by the client and
+    /// a pinned digest held to the manifest's. Anonymous; plain HTTP for a
+    /// registry on loopback only, as Docker reaches one.
+    pub fn registry(reference: &str) -> Result<Vec<u8>, String> {
+        let parsed: Reference = reference
+            .parse()
+            .map_err(|e| format!("not an OCI reference: {e}"))?;
+        let protocol = match loopback(parsed.registry()) {
+            true => ClientProtocol::Http,
+            false => ClientProtocol::Https,
+        };
+        let client = Client::new(ClientConfig {
+            protocol,
+            ..ClientConfig::default()
+        });
+        let image = runtime()?
+            .block_on(client.pull(
+                &parsed,
+                &RegistryAuth::Anonymous,
+                vec![WASM_LAYER_MEDIA_TYPE],
+            ))
+            .map_err(|e| e.to_string())?;
+        if let (Some(pinned), Some(pulled)) = (parsed.digest(), &image.digest)
+            && pinned != pulled
+        {
+            return Err(format!(
+                "the registry answered with manifest {pulled}, not the {pinned} the reference pins"
+            ));
+        }
+        if image.config.media_type != WASM_CONFIG_MEDIA_TYPE {
+            return Err(format!(
+                "not a Kubewarden policy: its config is {}, not {WASM_CONFIG_MEDIA_TYPE}",
+                image.config.media_type
+            ));
+        }
+        let mut layers = image.layers.into_iter();
+        match (layers.next(), layers.next()) {
+            (Some(layer), None) => Ok(layer.data.to_vec()),
+            _ => Err("not a Kubewarden policy: a policy is one Wasm layer".to_string()),
+        }
+    }
+
+    /// The module at an `https://` (or `http://`) address.
+    pub fn https(url: &str) -> Result<Vec<u8>, String> {
+        runtime()?.block_on(async {
+            let response = reqwest::get(url).await.map_err(|e| e.to_string())?;
+            let response = response.error_for_status().map_err(|e| e.to_string())?;
+            let bytes = response.bytes().await.map_err(|e| e.to_string())?;
+            Ok(bytes.to_vec())
+        })
+    }
+
+    /// Writes `bytes` to `path` whole or not at all, so that a store read
+    /// at the same time never finds half a module.
+    pub fn keep(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let mut file = tempfile::NamedTempFile::new_in(dir)?;
+        std::io::Write::write_all(&mut file, bytes)?;
+        file.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    }
+
+    fn runtime() -> Result<tokio::runtime::Runtime, String> {
+        // reqwest's TLS without a crypto provider of its own: the one
+        // `serve` uses.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the pull: {e}"))
+    }
+
+    fn loopback(registry: &str) -> bool {
+        let host = match registry.rsplit_once(':') {
+            Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+            _ => registry,
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        host == "localhost"
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+
+    #[cfg(test)]
+    #[test]
+    fn only_loopback_is_reached_over_plain_http() {
+        for (registry, plain) in [
+            ("localhost:5000", true),
+            ("127.0.0.1:41234", true),
+            ("[::1]:5000", true),
+            ("ghcr.io", false),
+            ("registry.test:5000", false),
+            ("127.0.0.1.example.com", false),
+        ] {
+            assert_eq!(loopback(registry), plain, "{registry}");
         }
     }
 }

@@ -1,0 +1,214 @@
+//! Modules pulled by reference into kwctl's store, from registries the
+//! tests start on loopback: go-containerregistry's registry (built from
+//! `host/tests/registry/`), and a one-file HTTP server for `http://`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use policy_host::modules::Store;
+
+/// A registry on loopback, stopped when dropped.
+struct Registry {
+    child: Child,
+    address: String,
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The registry's program (`host/tests/registry/`), built once for all the
+/// tests of a run.
+fn program() -> PathBuf {
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-registry");
+    std::fs::create_dir_all(&target).unwrap();
+    let lock = std::fs::File::create(target.join(".lock")).unwrap();
+    lock.lock().unwrap();
+    let binary = target.join("registry");
+    let built = Command::new("go")
+        .args(["build", "-trimpath", "-o"])
+        .arg(&binary)
+        .arg(".")
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/registry"))
+        .env("GOWORK", "off")
+        .output()
+        .expect("go, to build the test registry");
+    assert!(
+        built.status.success(),
+        "go build host/tests/registry: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    binary
+}
+
+/// go-containerregistry's registry, started afresh.
+fn registry() -> Registry {
+    let mut child = Command::new(program())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut address = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut address)
+        .unwrap();
+    Registry {
+        child,
+        address: address.trim().to_string(),
+    }
+}
+
+/// Pushes `content` to `repository` as `kwctl push` does (one layer,
+/// Kubewarden's Wasm media types, or `types` instead), with
+/// go-containerregistry's client; gives the manifest's digest.
+fn push(registry: &Registry, repository: &str, content: &[u8], types: &[&str]) -> String {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), content).unwrap();
+    let pushed = Command::new(program())
+        .arg("push")
+        .arg(format!("{}/{repository}", registry.address))
+        .arg(file.path())
+        .args(types)
+        .output()
+        .unwrap();
+    assert!(
+        pushed.status.success(),
+        "push: {}",
+        String::from_utf8_lossy(&pushed.stderr)
+    );
+    String::from_utf8(pushed.stdout).unwrap().trim().to_string()
+}
+
+fn module() -> Vec<u8> {
+    // Any module will do: the store keeps bytes, it does not run them.
+    b"\0asm\x01\0\0\0".to_vec()
+}
+
+fn store(root: &Path, offline: bool) -> Store {
+    Store {
+        root: Some(root.to_path_buf()),
+        offline,
+    }
+}
+
+#[test]
+fn a_module_is_pulled_into_kwctls_store_once() {
+    let registry = registry();
+    push(&registry, "policies/annotations:v1", &module(), &[]);
+    let root = tempfile::tempdir().unwrap();
+    let reference = format!("registry://{}/policies/annotations:v1", registry.address);
+    let manifest = Path::new("policies/p.yaml");
+    // Offline, nothing is fetched: the error names the pull.
+    let error = store(root.path(), true)
+        .resolve(&reference, manifest)
+        .unwrap_err();
+    assert!(
+        error.contains(&format!("kwctl pull {reference}")),
+        "{error}"
+    );
+    let pulled = store(root.path(), false)
+        .resolve(&reference, manifest)
+        .unwrap();
+    assert_eq!(
+        pulled,
+        root.path().join(format!(
+            "registry/{}/policies/annotations:v1",
+            registry.address
+        ))
+    );
+    assert_eq!(std::fs::read(&pulled).unwrap(), module());
+    // Then offline finds it where kwctl would.
+    assert_eq!(
+        store(root.path(), true).resolve(&reference, manifest),
+        Ok(pulled)
+    );
+}
+
+#[test]
+fn a_pinned_digest_is_held() {
+    let registry = registry();
+    let digest = push(&registry, "policies/pinned:v1", &module(), &[]);
+    let root = tempfile::tempdir().unwrap();
+    let manifest = Path::new("p.yaml");
+    let pinned = format!("{}/policies/pinned@{digest}", registry.address);
+    let pulled = store(root.path(), false)
+        .resolve(&pinned, manifest)
+        .unwrap();
+    assert_eq!(std::fs::read(pulled).unwrap(), module());
+    // A digest the registry does not hold is not pulled.
+    let other = format!(
+        "{}/policies/pinned@sha256:{}",
+        registry.address,
+        "0".repeat(64)
+    );
+    let error = store(root.path(), false)
+        .resolve(&other, manifest)
+        .unwrap_err();
+    assert!(error.contains("cannot pull"), "{error}");
+}
+
+#[test]
+fn an_image_that_is_no_policy_is_refused() {
+    let registry = registry();
+    push(
+        &registry,
+        "images/app:v1",
+        b"not wasm",
+        &[
+            "application/vnd.oci.image.config.v1+json",
+            "application/vnd.oci.image.layer.v1.tar",
+        ],
+    );
+    let root = tempfile::tempdir().unwrap();
+    let error = store(root.path(), false)
+        .resolve(
+            &format!("registry://{}/images/app:v1", registry.address),
+            Path::new("p.yaml"),
+        )
+        .unwrap_err();
+    assert!(error.contains("cannot pull"), "{error}");
+    assert!(
+        !root
+            .path()
+            .join("registry")
+            .join(&registry.address)
+            .join("images/app:v1")
+            .exists()
+    );
+}
+
+#[test]
+fn a_module_at_an_http_address_is_fetched() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let served = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut request = [0; 1024];
+        let _ = stream.read(&mut request).unwrap();
+        let body = module();
+        write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        )
+        .unwrap();
+        stream.write_all(&body).unwrap();
+    });
+    let root = tempfile::tempdir().unwrap();
+    let reference = format!("http://{address}/modules/policy.wasm");
+    let pulled = store(root.path(), false)
+        .resolve(&reference, Path::new("p.yaml"))
+        .unwrap();
+    served.join().unwrap();
+    assert_eq!(
+        pulled,
+        root.path()
+            .join(format!("http/{address}/modules/policy.wasm"))
+    );
+    assert_eq!(std::fs::read(pulled).unwrap(), module());
+}
