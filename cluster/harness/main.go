@@ -256,6 +256,7 @@ func (h *harness) scenarios() []scenario {
 		// On the oracle's control plane, which is still running.
 		{Name: "hold a mutating policy to the API server", do: h.mutation},
 		{Name: "answer lookups from the live API server as from its dump", do: h.lookups},
+		{Name: "hold a policy set's mutations and refusals to the API server", do: h.policySet},
 	}
 }
 
