@@ -414,15 +414,7 @@ func (h *harness) liveControlPlane(namespaces []string) error {
 // require-owner) and registers it as Kubewarden's controller would: its
 // rules and namespace selector, failurePolicy Fail.
 func (h *harness) registerExample() error {
-	var example struct {
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-		Spec struct {
-			NamespaceSelector map[string]any   `json:"namespaceSelector"`
-			Rules             []map[string]any `json:"rules"`
-		} `json:"spec"`
-	}
+	var example policyManifest
 	if err := h.readYAML(examplePolicy, &example); err != nil {
 		return err
 	}
@@ -456,27 +448,11 @@ func (h *harness) registerExample() error {
 		}
 		url = base + "/validate/" + id
 	}
-	for _, rule := range example.Spec.Rules {
-		rule["scope"] = "*"
-	}
 	configuration, _ := json.Marshal(map[string]any{
 		"apiVersion": "admissionregistration.k8s.io/v1",
 		"kind":       "ValidatingWebhookConfiguration",
 		"metadata":   map[string]any{"name": id},
-		"webhooks": []map[string]any{{
-			"name": id + ".annotations-policy.test",
-			"clientConfig": map[string]any{
-				"url":      url,
-				"caBundle": base64.StdEncoding.EncodeToString(caBundle),
-			},
-			"rules":                   example.Spec.Rules,
-			"failurePolicy":           "Fail",
-			"sideEffects":             "None",
-			"matchPolicy":             "Equivalent",
-			"admissionReviewVersions": []string{"v1"},
-			"timeoutSeconds":          10,
-			"namespaceSelector":       example.Spec.NamespaceSelector,
-		}},
+		"webhooks":   []map[string]any{policyWebhook(id+".annotations-policy.test", url, caBundle, example)},
 	})
 	if _, err := h.kubectlIn(string(configuration), "create", "-f", "-"); err != nil {
 		return err
@@ -488,4 +464,49 @@ func (h *harness) registerExample() error {
 		}
 		return nil
 	})
+}
+
+// policyManifest is the part of a Kubewarden policy manifest its webhook
+// is registered from.
+type policyManifest struct {
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec struct {
+		NamespaceSelector map[string]any   `json:"namespaceSelector"`
+		Rules             []map[string]any `json:"rules"`
+	} `json:"spec"`
+}
+
+// policyWebhook is the webhook Kubewarden's controller registers for a
+// policy: its rules at any scope, its namespace selector (an
+// AdmissionPolicy's own namespace), failurePolicy Fail, no side effects,
+// matchPolicy Equivalent, and no reinvocationPolicy.
+func policyWebhook(name, url string, caBundle []byte, manifest policyManifest) map[string]any {
+	for _, rule := range manifest.Spec.Rules {
+		rule["scope"] = "*"
+	}
+	webhook := map[string]any{
+		"name": name,
+		"clientConfig": map[string]any{
+			"url":      url,
+			"caBundle": base64.StdEncoding.EncodeToString(caBundle),
+		},
+		"rules":                   manifest.Spec.Rules,
+		"failurePolicy":           "Fail",
+		"sideEffects":             "None",
+		"matchPolicy":             "Equivalent",
+		"admissionReviewVersions": []string{"v1"},
+		"timeoutSeconds":          10,
+	}
+	selector := manifest.Spec.NamespaceSelector
+	if manifest.Metadata.Namespace != "" {
+		selector = map[string]any{"matchLabels": map[string]string{
+			"kubernetes.io/metadata.name": manifest.Metadata.Namespace}}
+	}
+	if selector != nil {
+		webhook["namespaceSelector"] = selector
+	}
+	return webhook
 }

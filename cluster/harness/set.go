@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -230,42 +229,11 @@ func (h *harness) policySet() error {
 // with one webhook, the policy's rules, an AdmissionPolicy's namespace as
 // its selector, failurePolicy Fail, and no reinvocationPolicy.
 func (h *harness) registerSetPolicy(p setPolicy, url string) error {
-	var manifest struct {
-		Metadata struct {
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-		Spec struct {
-			NamespaceSelector map[string]any   `json:"namespaceSelector"`
-			Rules             []map[string]any `json:"rules"`
-		} `json:"spec"`
-	}
+	var manifest policyManifest
 	if err := yaml.Unmarshal([]byte(p.manifest), &manifest); err != nil {
 		return err
 	}
-	selector := manifest.Spec.NamespaceSelector
-	if manifest.Metadata.Namespace != "" {
-		selector = map[string]any{"matchLabels": map[string]string{
-			"kubernetes.io/metadata.name": manifest.Metadata.Namespace}}
-	}
-	for _, rule := range manifest.Spec.Rules {
-		rule["scope"] = "*"
-	}
-	webhook := map[string]any{
-		"name": p.configuration + ".kubewarden.admission",
-		"clientConfig": map[string]any{
-			"url":      url,
-			"caBundle": base64.StdEncoding.EncodeToString(h.ca.pem),
-		},
-		"rules":                   manifest.Spec.Rules,
-		"failurePolicy":           "Fail",
-		"sideEffects":             "None",
-		"matchPolicy":             "Equivalent",
-		"admissionReviewVersions": []string{"v1"},
-		"timeoutSeconds":          10,
-	}
-	if selector != nil {
-		webhook["namespaceSelector"] = selector
-	}
+	webhook := policyWebhook(p.configuration+".kubewarden.admission", url, h.ca.pem, manifest)
 	kind := "ValidatingWebhookConfiguration"
 	if p.mutating {
 		kind = "MutatingWebhookConfiguration"
