@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use policy_host::check::manifests::{self, Input, Search};
+use policy_host::check::Input;
+use policy_manifests::Search;
 use serde_json::Value;
 
 fn root() -> PathBuf {
@@ -65,7 +66,7 @@ struct Entry {
 /// What `check` reads of `file`.
 fn checked(file: &Path) -> Vec<Entry> {
     let mut entries = Vec::new();
-    manifests::read_each(
+    policy_manifests::read_each(
         &[file.display().to_string()],
         Search { hidden: true },
         &mut |input| {
@@ -376,8 +377,8 @@ fn hold(files: &[PathBuf]) -> (usize, BTreeMap<Difference, usize>) {
 #[test]
 fn the_tables_are_the_pinned_releases() {
     for (flag, table) in [
-        ("-kinds", "host/src/check/objects/kubernetes-kinds.tsv"),
-        ("-schema", "host/src/check/objects/kubernetes-fields.json"),
+        ("-kinds", "manifests/src/refusals/kubernetes-kinds.tsv"),
+        ("-schema", "manifests/src/refusals/kubernetes-fields.json"),
     ] {
         let output = Command::new(decoder()).arg(flag).output().unwrap();
         assert!(output.status.success());
@@ -839,7 +840,7 @@ fn documents_read_as_kubectls_yaml_library_reads_them() {
     let (mut same, mut refused, mut twice) = (0, 0, 0);
     let mut failures = Vec::new();
     for ((document, theirs), given_twice) in documents.iter().zip(&theirs).zip(twice_given) {
-        let ours = manifests::document_json(document)
+        let ours = policy_manifests::document_json(document)
             .map(|json| serde_json::from_str::<Value>(&json).unwrap());
         match (&ours, theirs) {
             (Ok(ours), Ok(theirs)) if same_json(ours, theirs) => same += 1,

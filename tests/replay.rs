@@ -352,7 +352,7 @@ const GROUP: &str = "owned-and-allowed";
 fn group_manifest() -> Value {
     let path = root().join("cluster/policies/owned-and-allowed.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
-    let mut documents = policy_host::check::manifests::documents(&text);
+    let mut documents = policy_manifests::documents(&text);
     assert_eq!(documents.len(), 1, "{}", path.display());
     documents.remove(0).1.expect("YAML")
 }

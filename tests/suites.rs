@@ -363,7 +363,7 @@ fn the_first_test_file_of_the_test_page_passes_as_shown() {
 /// by itself, `test` only when told.)
 #[test]
 fn check_judges_and_leaves_out_as_the_suites_do() {
-    use policy_host::check::{Command as Check, PolicySource, manifests};
+    use policy_host::check::{Command as Check, PolicySource};
     use policy_host::suite::file::{TestFile, Verdict};
     let outcome = outcome(&[&suites()]);
     let mut compared = 0;
@@ -379,7 +379,7 @@ fn check_judges_and_leaves_out_as_the_suites_do() {
         // mutation suite's policies and objects as a set.
         let mutating = test.policies.iter().any(|path| {
             let text = std::fs::read_to_string(path).unwrap();
-            manifests::documents(&text)
+            policy_manifests::documents(&text)
                 .into_iter()
                 .any(|(_, manifest)| manifest.unwrap()["spec"]["mutating"] == true)
         });
@@ -388,7 +388,7 @@ fn check_judges_and_leaves_out_as_the_suites_do() {
         }
         for path in &test.policies {
             let text = std::fs::read_to_string(path).unwrap();
-            for (_, manifest) in manifests::documents(&text) {
+            for (_, manifest) in policy_manifests::documents(&text) {
                 let manifest = manifest.unwrap();
                 let name = manifest["metadata"]["name"].as_str().unwrap().to_string();
                 let check = Check {

@@ -12,7 +12,7 @@ import (
 )
 
 // printKinds writes the table `policy-runner check` embeds
-// (host/src/check/objects/kubernetes-kinds.tsv): every kind the API server of the
+// (manifests/src/refusals/kubernetes-kinds.tsv): every kind the API server of the
 // pinned release serves in the groups of the client-go scheme, as discovery lists
 // them (`served`), and every kind of k8s.io/api whose version that release no longer
 // serves (`removed`, with the release that removed it and what replaces it, from the

@@ -15,7 +15,7 @@ import (
 )
 
 // printSchema writes the table of field types `policy-runner check` embeds
-// (host/src/check/objects/kubernetes-fields.json): for every kind the pinned release
+// (manifests/src/refusals/kubernetes-fields.json): for every kind the pinned release
 // serves (`served`), the Go type the API server decodes it into, and for every struct
 // type reachable from those, its JSON fields and their types, read by reflection from
 // the types of k8s.io/api and k8s.io/apimachinery, as encoding/json reads them (json

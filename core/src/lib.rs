@@ -12,6 +12,7 @@ pub mod criterion;
 pub mod evaluator;
 pub mod existing_violations;
 pub mod json;
+pub mod kinds;
 pub mod message;
 pub mod pattern;
 pub mod provenance;

@@ -8,7 +8,6 @@
 //! through the compiled module, compiled once.
 
 mod chain;
-pub mod manifests;
 pub mod objects;
 mod policies;
 pub mod report;
@@ -18,6 +17,12 @@ mod spill;
 pub use chain::Verdict;
 pub use policies::{PolicySet, policy_set};
 pub use rows::Rows;
+
+/// What the commands read: the reader's objects, each with the facts
+/// `check` learns of it on the worker that parsed it.
+pub type Manifest = policy_manifests::Manifest<objects::Facts>;
+pub type Input = policy_manifests::Input<objects::Facts>;
+pub type Inputs = policy_manifests::Inputs<objects::Facts>;
 
 use std::collections::HashSet;
 use std::io::{self, Write};
@@ -29,13 +34,13 @@ use serde_json::Value;
 
 use crate::admission::{Namespaces, audit, request};
 use chain::Chain;
-use manifests::{Input, Source};
 use objects::{Admission, Candidate};
+use policy_core::kinds::group_version;
 use policy_evaluator::capabilities::cluster::Cluster;
 use policy_evaluator::capabilities::{Allowed, Context};
 use policy_evaluator::kinds::Addressed;
-use policy_evaluator::kinds::group_version;
 use policy_evaluator::metadata::ExecutionMode;
+use policy_manifests::Source;
 
 /// Where the policy to apply comes from.
 #[derive(Debug, Clone)]
@@ -147,7 +152,7 @@ impl Command {
             derive: self.derive,
             cluster_kinds: Default::default(),
         };
-        let search = manifests::Search {
+        let search = policy_manifests::Search {
             hidden: self.hidden,
         };
         let outcome = checker.check(&self.inputs, search, admission, self.jobs, progress)?;
@@ -211,9 +216,9 @@ pub struct Row {
 #[derive(Debug, Default)]
 pub struct Outcome {
     pub rows: Rows,
-    pub unusable: Vec<manifests::Unusable>,
+    pub unusable: Vec<policy_manifests::Unusable>,
     /// Input skipped as no object to check, each with what to do instead.
-    pub notes: Vec<manifests::Note>,
+    pub notes: Vec<policy_manifests::Note>,
     /// Objects the policy's rules or selectors leave out.
     pub not_covered: usize,
     /// Objects that came from a cluster, judged as the audit scanner sends
@@ -261,7 +266,7 @@ struct Part {
     rows: Vec<Row>,
     /// An object the API server refuses as admitted (its annotations too
     /// big once kubectl adds its copy): nothing is judged of it.
-    unusable: Vec<manifests::Unusable>,
+    unusable: Vec<policy_manifests::Unusable>,
     not_covered: usize,
     audited: usize,
     changed: usize,
@@ -315,7 +320,7 @@ impl Checker {
     pub fn check(
         &self,
         inputs: &[String],
-        search: manifests::Search,
+        search: policy_manifests::Search,
         mut admission: Admission,
         jobs: usize,
         mut progress: impl FnMut(usize, usize),
@@ -350,7 +355,7 @@ impl Checker {
         // Reading is one worker's, but for what it parses in parallel (a
         // stream's documents, a List's entries), which takes them all.
         workers.install(|| {
-            manifests::read_each(inputs, search, &mut |input| match input {
+            policy_manifests::read_each(inputs, search, &mut |input| match input {
                 Input::Manifest(manifest) => {
                     let facts = &manifest.facts;
                     if let Some(warning) = identities.again(&manifest, &admission) {
@@ -447,7 +452,7 @@ impl Checker {
         let idle = objects::idle(&object).filter(|_| admission.derive);
         let candidates = objects::candidates(object, admission, owners);
         if let Some(reason) = objects::annotations_too_big(&candidates[0].object) {
-            part.unusable.push(manifests::Unusable {
+            part.unusable.push(policy_manifests::Unusable {
                 source: source.clone(),
                 reason,
             });
@@ -576,7 +581,7 @@ struct Identities {
 
 impl Identities {
     /// A warning when `manifest` names an object the input already gave.
-    fn again(&mut self, manifest: &manifests::Manifest, admission: &Admission) -> Option<String> {
+    fn again(&mut self, manifest: &Manifest, admission: &Admission) -> Option<String> {
         let objects::Identity {
             group,
             kind,
@@ -610,7 +615,7 @@ impl Identities {
 /// would create it in.
 fn in_namespace(object: &mut Value, namespace: &str) {
     let kind = object["kind"].as_str().unwrap_or_default();
-    if policy_evaluator::kinds::namespaced(kind)
+    if policy_core::kinds::namespaced(kind)
         && object["metadata"]["namespace"].as_str().is_none()
         && let Some(metadata) = object["metadata"].as_object_mut()
     {
@@ -621,7 +626,7 @@ fn in_namespace(object: &mut Value, namespace: &str) {
 /// The objects `--cluster-objects` names, read as manifests are: any that
 /// cannot be read is an error, since a lookup would silently miss it.
 fn cluster_objects(inputs: &[String], namespace: &Option<String>) -> Result<Vec<Value>, String> {
-    let read = manifests::read_inputs(inputs);
+    let read: Inputs = policy_manifests::read_inputs(inputs);
     if let Some(unusable) = read.unusable.first() {
         return Err(format!(
             "--cluster-objects: {}: {}",

@@ -25,7 +25,6 @@ use policy_evaluator::response::{AdmissionResponse, Handling, Mode};
 use serde_json::Value;
 
 use crate::admission::{Declared, manifest_name};
-use crate::check::manifests;
 
 /// Where a policy's host calls are recorded to or replayed from.
 #[derive(Debug, Clone)]
@@ -186,7 +185,7 @@ impl Command {
         let text = std::fs::read_to_string(&self.target)
             .map_err(|e| format!("Cannot open YAML file {file:?}: {e}"))?;
         let mut targets = Vec::new();
-        for (line, document) in manifests::documents(&text) {
+        for (line, document) in policy_manifests::documents(&text) {
             let manifest = match document {
                 Ok(Value::Null) => continue,
                 Ok(manifest) => manifest,
@@ -364,7 +363,7 @@ fn request(text: &str, raw: bool) -> Result<Request, String> {
 /// manifests; a namespaced object that names no namespace is in
 /// `default`, where kubectl would create it.
 fn cluster(inputs: &[String], ran: &mut Ran) -> Result<Cluster, String> {
-    let read = manifests::read_inputs(inputs);
+    let read: crate::check::Inputs = policy_manifests::read_inputs(inputs);
     if let Some(unusable) = read.unusable.first() {
         return Err(format!(
             "--cluster-objects: {}: {}",
@@ -378,7 +377,7 @@ fn cluster(inputs: &[String], ran: &mut Ran) -> Result<Cluster, String> {
     let objects = read.manifests.iter().map(|manifest| {
         let mut object = manifest.object();
         let kind = object["kind"].as_str().unwrap_or_default().to_string();
-        if policy_evaluator::kinds::namespaced(&kind)
+        if policy_core::kinds::namespaced(&kind)
             && object["metadata"]["namespace"].as_str().is_none()
             && let Some(metadata) = object["metadata"].as_object_mut()
         {

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use policy_benches::dump;
 
-use policy_host::check::{Command, Format, PolicySource, manifests};
+use policy_host::check::{Command, Format, Input, PolicySource};
 use serde_json::json;
 
 const USAGE: &str =
@@ -70,8 +70,8 @@ fn run() -> Result<(), String> {
     let inputs = vec![path.display().to_string()];
     let start = Instant::now();
     let mut read = 0;
-    manifests::read_each(&inputs, Default::default(), &mut |input| match input {
-        manifests::Input::Manifest(_) => read += 1,
+    policy_manifests::read_each(&inputs, Default::default(), &mut |input| match input {
+        Input::Manifest(_) => read += 1,
         other => panic!("{other:?}"),
     });
     let reading = start.elapsed();

@@ -511,7 +511,8 @@ fn inputs(options: &Options) -> Result<Vec<Input>, String> {
 /// The workloads of `path` (every kind the rules cover), read as `check`
 /// reads them.
 fn in_scope(path: &Path) -> BTreeSet<String> {
-    use policy_host::check::manifests::{Input as Read, read_each};
+    use policy_host::check::Input as Read;
+    use policy_manifests::read_each;
     let mut objects = BTreeSet::new();
     read_each(
         &[path.display().to_string()],

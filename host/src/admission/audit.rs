@@ -21,7 +21,7 @@ pub fn request(object: &Value) -> Value {
 /// caller to move it in, uncopied.
 pub fn envelope(object: &Value) -> Value {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
-    let (group, version) = policy_evaluator::kinds::group_version(api_version);
+    let (group, version) = policy_core::kinds::group_version(api_version);
     let kind = object["kind"].as_str().unwrap_or_default();
     let metadata = &object["metadata"];
     let text = |field: &str| metadata[field].as_str().unwrap_or_default();

@@ -673,7 +673,7 @@ fn read_yaml(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut documents = Vec::new();
-    for (line, document) in policy_host::check::manifests::documents(&text) {
+    for (line, document) in policy_manifests::documents(&text) {
         match document {
             Ok(Value::Null) => {}
             Ok(value) => documents.push(value),

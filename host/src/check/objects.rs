@@ -32,15 +32,13 @@ use serde_json::{Map, Value, json};
 
 mod admission;
 mod facts;
-pub mod fields;
 mod names;
 mod owners;
-pub mod served;
 
 use admission::admitted;
 pub use admission::{Admission, annotations_too_big};
 pub use facts::{Facts, Identity};
-pub use names::{ILLUSTRATIVE_SUFFIX, generated_name, key_refusal, name_refusal};
+pub use names::{ILLUSTRATIVE_SUFFIX, generated_name};
 use names::{indexed_pod_base, template_hash};
 pub use owners::{Owner, Owners, fingerprint};
 
@@ -177,7 +175,7 @@ const POD: Requires = Requires {
 /// What `object` lacks of the fields its kind requires, as the
 /// API server would name them; empty for an object the check has no rule
 /// for.
-pub fn missing_required(object: &Value) -> Vec<String> {
+fn missing_required(object: &Value) -> Vec<String> {
     let kind = object["kind"].as_str().unwrap_or_default();
     let (requires, group) = match controller_of(kind) {
         Some(controller) => (derives(controller).requires, controller.owner.group),
@@ -208,6 +206,21 @@ pub fn missing_required(object: &Value) -> Vec<String> {
         ));
     }
     missing
+}
+
+/// Why the API server would refuse a workload that lacks what its kind
+/// requires (a kustomize patch looks so): judged, it would derive nothing
+/// real.
+pub(crate) fn incomplete(object: &Value) -> Option<String> {
+    let missing = missing_required(object);
+    (!missing.is_empty()).then(|| {
+        format!(
+            "a {} without {}, which the API server refuses: not judged (a kustomize \
+             patch? check what `kubectl kustomize` renders)",
+            object["kind"].as_str().unwrap_or_default(),
+            missing.join(" or ")
+        )
+    })
 }
 
 /// Why the controller of `object` makes nothing from it now, if it is
@@ -554,6 +567,44 @@ mod tests {
         assert_eq!(place(&generated), "shop/web-");
     }
     use super::*;
+
+    /// A text read as `check` reads it.
+    fn read_checked(text: &str) -> crate::check::Inputs {
+        let mut read = crate::check::Inputs::default();
+        policy_manifests::read_text("m.yaml", text, &mut read);
+        read
+    }
+
+    /// A workload without what its kind requires (a kustomize patch) is
+    /// unusable, naming what it lacks; with it, an object.
+    #[test]
+    fn a_workload_without_its_required_fields_is_unusable() {
+        let patch = read_checked(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n",
+        );
+        assert!(patch.manifests.is_empty());
+        assert_eq!(
+            patch.unusable[0].reason,
+            "a Deployment without `spec.selector` or a container in \
+             `spec.template.spec.containers`, which the API server refuses: not judged (a \
+             kustomize patch? check what `kubectl kustomize` renders)"
+        );
+        let cron =
+            read_checked("apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec: {}\n");
+        assert!(
+            cron.unusable[0]
+                .reason
+                .contains("`spec.jobTemplate.spec.template.spec.containers`")
+        );
+        let whole = read_checked(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template: {spec: {containers: [{name: c, image: i}]}}\n",
+        );
+        assert_eq!((whole.manifests.len(), whole.unusable.len()), (1, 0));
+        // Another API's Deployment is not Kubernetes'.
+        let other =
+            read_checked("apiVersion: example.com/v1\nkind: Deployment\nmetadata: {name: w}\n");
+        assert_eq!(other.manifests.len(), 1);
+    }
 
     #[test]
     fn surges_round_up() {

@@ -9,10 +9,10 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use super::chain::Chain;
-use super::manifests::{self, Source};
 use super::{Command, PolicySource, objects};
 use crate::admission::{Declared, Policy, module_rules};
 use policy_evaluator::CompiledPolicy;
+use policy_manifests::Source;
 
 /// The policies `--policy` names, read from its files and directories.
 #[derive(Debug, Clone, Default)]
@@ -28,7 +28,7 @@ pub struct PolicySet {
 /// object of another kind is left out, and said so.
 pub fn policy_set(paths: &[PathBuf]) -> Result<PolicySet, String> {
     let inputs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-    let read = manifests::read_inputs(&inputs);
+    let read: super::Inputs = policy_manifests::read_inputs(&inputs);
     if let Some(unusable) = read.unusable.first() {
         return Err(format!(
             "--policy: {}: {}",

@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 use std::io::{self, IsTerminal, Write};
 
-use super::manifests::Source;
 use super::{Outcome, Row};
+use policy_manifests::Source;
 
 mod sarif;
 mod table;

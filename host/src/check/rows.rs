@@ -187,7 +187,7 @@ impl Read for At<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::manifests::Source;
+    use policy_manifests::Source;
 
     fn row(object: &str, accepted: bool) -> Row {
         Row {

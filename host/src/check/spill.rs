@@ -11,7 +11,8 @@ use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, Write};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::manifests::{Manifest, Source};
+use super::Manifest;
+use policy_manifests::Source;
 
 /// Objects written one after another: each a line `LENGTH LINE ITEM FILE`
 /// (`ITEM` 0 for none, else its index + 1; `FILE` an index into the file
@@ -162,7 +163,7 @@ mod tests {
                 line,
                 item,
             };
-            Manifest::new(&object, source)
+            Manifest::new(&object, source).unwrap()
         })
         .collect();
         let mut spill = Spill::new().unwrap();

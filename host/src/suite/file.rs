@@ -197,7 +197,7 @@ impl TestFile {
     pub fn read(path: &Path) -> Result<TestFile, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))?;
         let mut documents = Vec::new();
-        for (line, document) in crate::check::manifests::documents(&text) {
+        for (line, document) in policy_manifests::documents(&text) {
             match document {
                 Ok(Value::Null) => {}
                 Ok(value) => documents.push(value),

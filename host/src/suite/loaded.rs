@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::file::TestFile;
 use crate::admission::{self, Declared, Judge, Namespaces, Policy};
-use crate::check::manifests::{self, Input};
+use crate::check::Input;
 use crate::check::objects::{self, Admission, Candidate};
 use crate::modules::Store;
 use policy_evaluator::group::Judging;
@@ -301,8 +301,8 @@ pub fn read_objects(paths: &[PathBuf], errors: &mut Vec<String>) -> Vec<Value> {
     let inputs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let mut found = Vec::new();
     let before = errors.len();
-    let search = manifests::Search { hidden: true };
-    manifests::read_each(&inputs, search, &mut |input| match input {
+    let search = policy_manifests::Search { hidden: true };
+    policy_manifests::read_each(&inputs, search, &mut |input| match input {
         Input::Manifest(manifest) => found.push(manifest.object()),
         Input::Unusable(unusable) => {
             errors.push(format!("{}: {}", unusable.source, unusable.reason))

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::{
     LAST_APPLIED, TEMPLATE_GENERATION, annotation, annotations_mut, generated_name, metadata_mut,
 };
-use policy_evaluator::kinds::{group_version, kubernetes_group, namespaced};
+use policy_core::kinds::{group_version, kubernetes_group, namespaced};
 
 /// How the objects of the input reach the API server.
 #[derive(Debug, Clone)]

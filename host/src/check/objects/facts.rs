@@ -30,13 +30,23 @@ pub struct Identity {
     pub name: String,
 }
 
+/// The reader learns an object's facts on the worker that parsed it, and
+/// refuses there a workload its controller could make nothing real from.
+impl policy_manifests::Learn for Facts {
+    fn learn(object: &Value) -> Result<Facts, String> {
+        match super::incomplete(object) {
+            Some(reason) => Err(reason),
+            None => Ok(Facts::of(object)),
+        }
+    }
+}
+
 impl Facts {
     pub fn of(object: &Value) -> Facts {
         let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
         let metadata = &object["metadata"];
-        let (group, _) = policy_evaluator::kinds::group_version(
-            object["apiVersion"].as_str().unwrap_or_default(),
-        );
+        let (group, _) =
+            policy_core::kinds::group_version(object["apiVersion"].as_str().unwrap_or_default());
         let name = text(&metadata["name"]);
         Facts {
             owner: Owner::of(object),

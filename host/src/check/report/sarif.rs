@@ -14,7 +14,7 @@ use serde_sarif::sarif::{
 };
 
 use super::super::Outcome;
-use super::super::manifests::Source;
+use policy_manifests::Source;
 
 /// The rule of input the check could not use.
 const UNUSABLE: &str = "unusable-input";

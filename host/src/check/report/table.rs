@@ -382,7 +382,7 @@ pub(crate) fn wrap(text: &str, width: usize) -> String {
 mod tests {
     use super::*;
     use crate::check::Rows;
-    use crate::check::manifests::Source;
+    use policy_manifests::Source;
 
     /// The table as text.
     fn table_for(
@@ -505,7 +505,7 @@ mod tests {
     fn the_lines_under_the_tables_wrap_at_spaces_only() {
         let mut outcome = outcome();
         let path = "charts/metrics-server/templates/a-rather-long-deployment-name.yaml";
-        outcome.notes.push(crate::check::manifests::Note {
+        outcome.notes.push(policy_manifests::Note {
             source: Source {
                 file: path.to_string(),
                 line: 1,

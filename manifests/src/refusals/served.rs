@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
-use policy_evaluator::kinds::group_version;
+use policy_core::kinds::group_version;
 
 const TABLE: &str = include_str!("kubernetes-kinds.tsv");
 
@@ -62,7 +62,8 @@ static SERVED: LazyLock<Served> = LazyLock::new(|| {
 });
 
 /// The release the table is of (`1.37`).
-pub fn release() -> &'static str {
+#[cfg(test)]
+fn release() -> &'static str {
     SERVED.release
 }
 

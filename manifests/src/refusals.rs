@@ -3,12 +3,17 @@
 //! decode (a name missing, an annotation that is no string, in the object
 //! or in a template nested in it), a field its kind does not have or a
 //! value of another type (bytes that are not base64), a name its kind's
-//! validation refuses, a workload without what its kind requires. Such
+//! validation refuses (a workload without what its controller requires
+//! is refused by `check`'s `Learn`). Such
 //! an object is unusable, with the reason, and nothing is derived from it.
 
 use serde_json::Value;
 
-use crate::check::objects::fields::what;
+mod fields;
+mod names;
+mod served;
+
+pub(crate) use fields::{base64, what};
 
 /// Why `value` is not a Kubernetes object, if it is not.
 pub(super) fn object_problem(value: &Value) -> Option<String> {
@@ -20,8 +25,7 @@ pub(super) fn object_problem(value: &Value) -> Option<String> {
         (_, None) => Some("not a Kubernetes object: no `kind`".to_string()),
         (None, _) => Some("not a Kubernetes object: no `apiVersion`".to_string()),
         (Some(api_version), Some(kind)) => {
-            crate::check::objects::served::refusal(api_version, kind)
-                .or_else(|| metadata_problem(value, object))
+            served::refusal(api_version, kind).or_else(|| metadata_problem(value, object))
         }
     }
 }
@@ -48,34 +52,18 @@ fn metadata_problem(value: &Value, object: &serde_json::Map<String, Value>) -> O
         });
     }
     let api_version = value["apiVersion"].as_str().unwrap_or_default();
-    let (group, _) = policy_evaluator::kinds::group_version(api_version);
+    let (group, _) = policy_core::kinds::group_version(api_version);
     let kind = value["kind"].as_str().unwrap_or_default();
     strings_only("", metadata)
         .or_else(|| nested_strings_only(value))
-        .or_else(|| crate::check::objects::fields::refusal(value))
-        .or_else(|| crate::check::objects::name_refusal(group, kind, value))
-        .or_else(|| incomplete(value))
-}
-
-/// Why the API server would refuse a workload that lacks what its kind
-/// requires (a kustomize patch looks so): judged, it would derive nothing
-/// real.
-fn incomplete(object: &Value) -> Option<String> {
-    let missing = crate::check::objects::missing_required(object);
-    (!missing.is_empty()).then(|| {
-        format!(
-            "a {} without {}, which the API server refuses: not judged (a kustomize \
-             patch? check what `kubectl kustomize` renders)",
-            object["kind"].as_str().unwrap_or_default(),
-            missing.join(" or ")
-        )
-    })
+        .or_else(|| fields::refusal(value))
+        .or_else(|| names::name_refusal(group, kind, value))
 }
 
 /// The API server takes only strings as annotation and label values
 /// (`map[string]string`): it refuses an object with `owner: 1` before any
 /// policy sees it, so the check does not judge one. Nor one whose keys or
-/// label values its validation refuses (`objects::key_refusal`). (`null` it takes, as
+/// label values its validation refuses (`names::key_refusal`). (`null` it takes, as
 /// an empty string: `objects::admission`.)
 /// `at` is where the metadata is (`spec.template.`), `""` at the top.
 fn strings_only(at: &str, metadata: &serde_json::Map<String, Value>) -> Option<String> {
@@ -97,7 +85,7 @@ fn strings_only(at: &str, metadata: &serde_json::Map<String, Value>) -> Option<S
                     ));
                 }
                 if let Some(problem) = map.iter().find_map(|(key, value)| {
-                    crate::check::objects::key_refusal(field, key, value.as_str().unwrap_or(""))
+                    names::key_refusal(field, key, value.as_str().unwrap_or(""))
                 }) {
                     return Some(format!("`{at}metadata.{field}` {problem}"));
                 }
@@ -120,8 +108,8 @@ fn strings_only(at: &str, metadata: &serde_json::Map<String, Value>) -> Option<S
 /// refused as it is at the top). A custom resource's schema is its CRD's,
 /// which the check does not know.
 fn nested_strings_only(object: &Value) -> Option<String> {
-    let (group, _) = policy_evaluator::kinds::group_version(object["apiVersion"].as_str()?);
-    if !policy_evaluator::kinds::kubernetes_group(group) {
+    let (group, _) = policy_core::kinds::group_version(object["apiVersion"].as_str()?);
+    if !policy_core::kinds::kubernetes_group(group) {
         return None;
     }
     fn walk(value: &Value, at: &mut String) -> Option<String> {

@@ -11,10 +11,14 @@
 use std::path::{Path, PathBuf};
 
 use super::claims;
-use super::{Input, Note, Search, Unusable, file_source, whole};
+use super::{Input, Learn, Note, Search, Unusable, file_source, whole};
 
 /// The manifest files below `dir`, at any depth, in the walk's order.
-pub(super) fn walk(dir: &Path, search: Search, found: &mut dyn FnMut(Input)) -> Vec<PathBuf> {
+pub(super) fn walk<F: Learn>(
+    dir: &Path,
+    search: Search,
+    found: &mut dyn FnMut(Input<F>),
+) -> Vec<PathBuf> {
     let mut left_out = Vec::new();
     let mut hidden = |entry: &walkdir::DirEntry| {
         let name = entry.file_name().to_string_lossy();
@@ -70,7 +74,7 @@ pub(super) fn walk(dir: &Path, search: Search, found: &mut dyn FnMut(Input)) -> 
 
 /// A link the walk met: a file read under the link's name where the name
 /// is a manifest file's; a directory noted, when it holds manifest files.
-fn link(path: &Path, files: &mut Vec<PathBuf>, found: &mut dyn FnMut(Input)) {
+fn link<F: Learn>(path: &Path, files: &mut Vec<PathBuf>, found: &mut dyn FnMut(Input<F>)) {
     match std::fs::metadata(path) {
         Ok(target) if target.is_dir() => {
             let files = manifest_files(path);
@@ -142,7 +146,9 @@ mod tests {
         symlink(root.join("gone.yaml"), root.join("d-broken.yaml")).unwrap();
         symlink(root.join("real/pod.yaml"), root.join("e-link")).unwrap();
         let mut inputs = Vec::new();
-        let files = walk(&root, Search::default(), &mut |input| inputs.push(input));
+        let files = walk(&root, Search::default(), &mut |input: Input| {
+            inputs.push(input)
+        });
         let names: Vec<String> = files
             .iter()
             .map(|f| f.strip_prefix(&root).unwrap().display().to_string())

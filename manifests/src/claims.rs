@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{Input, Note, file_source, read_file};
+use super::{Input, Learn, Note, file_source, read_file};
 
 /// The names kustomize reads a kustomization from.
 pub const KUSTOMIZATIONS: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -120,11 +120,11 @@ impl Kustomized {
 /// kustomization with what it names; a file a kustomization names is
 /// noted on its own only when that kustomization is not in `kustomized`
 /// (the files read with it), which notes it.
-pub(super) fn read(
+pub(super) fn read<F: Learn>(
     file: &Path,
     claims: &mut Claims,
     kustomized: &Kustomized,
-    found: &mut dyn FnMut(Input),
+    found: &mut dyn FnMut(Input<F>),
 ) {
     let name = file.display().to_string();
     let note = |text: String| {
@@ -380,7 +380,7 @@ mod tests {
             claims.learn(&path);
             let patch = path.with_file_name("patch.yaml");
             let mut notes = Vec::new();
-            read(&patch, &mut claims, &kustomized, &mut |input| {
+            read(&patch, &mut claims, &kustomized, &mut |input: Input| {
                 notes.push(input)
             });
             assert!(notes.is_empty(), "{}: {notes:?}", path.display());

@@ -9,10 +9,10 @@
 use serde_json::Value;
 
 use super::document::Found;
-use super::{Input, Manifest, Note, Source, Unusable, file_source, refusals, templates};
+use super::{Input, Learn, Manifest, Note, Source, Unusable, file_source, refusals, templates};
 
 /// What `found` is, in order: objects, notes, what cannot be used.
-pub(super) fn take(found: Found, file: &str) -> Vec<Input> {
+pub(super) fn take<F: Learn>(found: Found, file: &str) -> Vec<Input<F>> {
     let mut out = Vec::new();
     let found_one = &mut |input| out.push(input);
     match found {
@@ -79,7 +79,12 @@ pub(super) fn of_the_list(list: &serde_json::Map<String, Value>, item: &mut Valu
 /// such as `ConfigMapList`, as `kubectl get -o yaml` writes them), or
 /// something unusable.
 /// `json`, where given, is `value`'s own JSON, as its reader wrote it.
-fn take_document(value: Value, json: Option<String>, source: Source, found: &mut dyn FnMut(Input)) {
+fn take_document<F: Learn>(
+    value: Value,
+    json: Option<String>,
+    source: Source,
+    found: &mut dyn FnMut(Input<F>),
+) {
     if value.is_null() {
         return;
     }
@@ -98,7 +103,7 @@ fn is_list(value: &Value) -> bool {
 
 /// A List's items, each at its place in it, of the list's kind where
 /// they name none (`of_the_list`).
-fn take_items(list: &Value, source: &Source, found: &mut dyn FnMut(Input)) {
+fn take_items<F: Learn>(list: &Value, source: &Source, found: &mut dyn FnMut(Input<F>)) {
     let Some(items) = list["items"].as_array() else {
         found(Input::Unusable(Unusable {
             source: source.clone(),
@@ -122,7 +127,12 @@ fn take_items(list: &Value, source: &Source, found: &mut dyn FnMut(Input)) {
 /// An item of a List: kubectl reads no List inside a List (it refuses the
 /// whole List that holds one: its other items are judged here, and the run
 /// exits 2).
-fn take_item(value: Value, json: Option<String>, source: Source, found: &mut dyn FnMut(Input)) {
+fn take_item<F: Learn>(
+    value: Value,
+    json: Option<String>,
+    source: Source,
+    found: &mut dyn FnMut(Input<F>),
+) {
     match is_list(&value) {
         true => found(Input::Unusable(Unusable {
             source,
@@ -136,13 +146,18 @@ fn take_item(value: Value, json: Option<String>, source: Source, found: &mut dyn
 
 /// A document of the input: an object to check, or no object at all (a
 /// note), or an object that cannot be used.
-fn take_object(value: Value, json: Option<String>, source: Source, found: &mut dyn FnMut(Input)) {
+fn take_object<F: Learn>(
+    value: Value,
+    json: Option<String>,
+    source: Source,
+    found: &mut dyn FnMut(Input<F>),
+) {
     if source.item.is_none() && !value.get("kind").is_some_and(Value::is_string) {
         found(Input::Note(Note {
             source,
             text: format!(
                 "not a Kubernetes object ({}, without a `kind`): skipped",
-                crate::check::objects::fields::what(&value)
+                crate::refusals::what(&value)
             ),
             unrendered: false,
         }));
@@ -168,7 +183,10 @@ fn take_object(value: Value, json: Option<String>, source: Source, found: &mut d
         return;
     }
     match refusals::object_problem(&value) {
-        None => found(Input::Manifest(Manifest::read(&value, json, source))),
+        None => match F::learn(&value) {
+            Ok(facts) => found(Input::Manifest(Manifest::read(&value, json, source, facts))),
+            Err(reason) => found(Input::Unusable(Unusable { source, reason })),
+        },
         Some(reason) => found(Input::Unusable(Unusable { source, reason })),
     }
 }
@@ -179,7 +197,7 @@ fn take_object(value: Value, json: Option<String>, source: Source, found: &mut d
 fn served_by_no_cluster(value: &Value) -> Option<&str> {
     let api_version = value.get("apiVersion")?.as_str()?;
     let kustomize = matches!(
-        policy_evaluator::kinds::group_version(api_version),
+        policy_core::kinds::group_version(api_version),
         ("", "builtin") | ("kustomize.config.k8s.io", _)
     );
     kustomize.then_some(api_version)

@@ -34,8 +34,8 @@ pub struct Scan {
 }
 
 /// Reads `input` to its end, line by line, holding one line at a time.
-#[cfg(test)]
-fn scan(input: &mut impl BufRead) -> io::Result<Scan> {
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn scan(input: &mut impl BufRead) -> io::Result<Scan> {
     let mut scanner = Scanner::default();
     let spans = scanner.cut(input, usize::MAX)?;
     Ok(scanner.into_scan(spans))
@@ -470,68 +470,8 @@ fn text_at(input: &mut (impl Read + Seek), start: u64, end: u64) -> io::Result<S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agree::{before_errors, both, one};
     use serde_json::json;
-
-    /// Each document as it is parsed: the stage after is left out.
-    fn one(found: Found) -> Vec<Found> {
-        vec![found]
-    }
-
-    /// What the stream hands out, and the same text read whole; a
-    /// List's items one by one in both.
-    fn both(text: &str) -> (Vec<Found>, Vec<Found>) {
-        let mut input = io::Cursor::new(text.as_bytes());
-        let scan = scan(&mut input).unwrap();
-        let mut streamed = Vec::new();
-        read(&mut input, &scan, &one, &mut |f| streamed.push(f)).unwrap();
-        let whole = document::read(text)
-            .into_iter()
-            .map(|(line, value)| Found::Document(line, value))
-            .collect();
-        (items(streamed), items(whole))
-    }
-
-    /// Lists as their items, each item's line left out: a whole parse
-    /// knows no line of an item (`item_lines` holds them); the JSON the
-    /// reader wrote left out too, as a document read whole.
-    fn items(found: Vec<Found>) -> Vec<Found> {
-        found
-            .into_iter()
-            .map(|found| match found {
-                Found::Object { line, value, .. } => Found::Document(line, Ok(value)),
-                found => found,
-            })
-            .flat_map(|found| match found {
-                Found::Item { index, value, .. } => vec![Found::Item {
-                    line: 0,
-                    index,
-                    value,
-                    json: None,
-                }],
-
-                Found::Document(line, Ok(Value::Object(mut map)))
-                    if object::names_a_list(&map)
-                        && map.get("items").is_some_and(Value::is_array) =>
-                {
-                    let Some(Value::Array(items)) = map.remove("items") else {
-                        unreachable!()
-                    };
-                    let _ = line;
-                    items
-                        .into_iter()
-                        .enumerate()
-                        .map(|(index, value)| Found::Item {
-                            line: 0,
-                            index,
-                            value,
-                            json: None,
-                        })
-                        .collect()
-                }
-                found => vec![found],
-            })
-            .collect()
-    }
 
     /// How far the first List of `text` reads entry by entry.
     fn listed(text: &str) -> Listed {
@@ -804,33 +744,6 @@ mod tests {
             })
     }
 
-    /// Without the entries handed out just before a document's error: a
-    /// List read entry by entry hands out its entries before its end is
-    /// read, so a List that breaks further down has had its first entries
-    /// judged when the error comes (the run then exits 2, its input not
-    /// all usable); read whole, it gives the error alone.
-    fn before_errors(found: Vec<Found>) -> Vec<Found> {
-        let mut kept: Vec<Found> = Vec::new();
-        for found in found {
-            // A whole parse knows no templates: a document that does not
-            // parse either way, at no line (a template's note is at the
-            // document's line, an error at the error's).
-            let found = match found {
-                Found::Template(..) | Found::Document(_, Err(_)) => {
-                    Found::Document(0, Err("does not parse".to_string()))
-                }
-                found => found,
-            };
-            if let Found::Document(_, Err(_)) = found {
-                while matches!(kept.last(), Some(Found::Item { .. })) {
-                    kept.pop();
-                }
-            }
-            kept.push(found);
-        }
-        kept
-    }
-
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
 
@@ -916,7 +829,7 @@ mod tests {
         for path in files {
             let text = std::fs::read_to_string(&path).unwrap();
             let mut documents = Vec::new();
-            for span in crate::check::manifests::cut::spans(&text) {
+            for span in crate::cut::spans(&text) {
                 let document = &text[span.start as usize..span.end as usize];
                 documents.push(match document.strip_prefix("---") {
                     Some(rest)

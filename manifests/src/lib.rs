@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod agree;
 mod claims;
 mod cut;
 mod document;
@@ -51,32 +53,51 @@ impl fmt::Display for Source {
     }
 }
 
+/// What a user of the reader learns of each object on the worker that
+/// parsed it, while its tree of values is in hand (so that no tree is kept,
+/// or parsed again, to learn it later), and the refusals of its own it
+/// adds to the reader's: `check` learns an object's owner and identity, and
+/// refuses a workload that lacks what its controller needs.
+pub trait Learn: Sized + Send {
+    /// What is learnt of `object`, or why it cannot be used.
+    fn learn(object: &Value) -> Result<Self, String>;
+}
+
+/// Nothing learnt, nothing refused.
+impl Learn for () {
+    fn learn(_: &Value) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 /// A Kubernetes object read from the input, as the worker that read it
-/// leaves it: its JSON, which waits on disk for judging
-/// (`check/spill.rs`), and what the first pass learns of it. No tree of
-/// values is kept: `object` makes one.
+/// leaves it: its JSON, and what its user learnt of it (`Learn`). No tree
+/// of values is kept: `object` makes one.
 #[derive(Debug, Clone)]
-pub struct Manifest {
+pub struct Manifest<F = ()> {
     pub source: Source,
     /// The object as compact JSON.
     pub json: String,
-    pub facts: crate::check::objects::Facts,
+    pub facts: F,
 }
 
-impl Manifest {
-    pub fn new(object: &Value, source: Source) -> Manifest {
-        Manifest::read(object, None, source)
+impl<F: Learn> Manifest<F> {
+    /// `object` as read from `source`, or why its user refuses it.
+    pub fn new(object: &Value, source: Source) -> Result<Manifest<F>, String> {
+        Ok(Manifest::read(object, None, source, F::learn(object)?))
     }
 
     /// `json`, where given, is `object`'s own, as its reader wrote it.
-    fn read(object: &Value, json: Option<String>, source: Source) -> Manifest {
+    fn read(object: &Value, json: Option<String>, source: Source, facts: F) -> Manifest<F> {
         Manifest {
             source,
             json: json.unwrap_or_else(|| object.to_string()),
-            facts: crate::check::objects::Facts::of(object),
+            facts,
         }
     }
+}
 
+impl<F> Manifest<F> {
     /// The object, as a tree of values.
     pub fn object(&self) -> Value {
         let mut reader = serde_json::Deserializer::from_str(&self.json);
@@ -105,23 +126,33 @@ pub struct Note {
 }
 
 /// Everything read from the inputs, in order.
-#[derive(Debug, Default)]
-pub struct Inputs {
-    pub manifests: Vec<Manifest>,
+#[derive(Debug)]
+pub struct Inputs<F = ()> {
+    pub manifests: Vec<Manifest<F>>,
     pub unusable: Vec<Unusable>,
     pub notes: Vec<Note>,
 }
 
 /// One thing the inputs hold.
 #[derive(Debug)]
-pub enum Input {
-    Manifest(Manifest),
+pub enum Input<F = ()> {
+    Manifest(Manifest<F>),
     Unusable(Unusable),
     Note(Note),
 }
 
-impl Inputs {
-    fn take(&mut self, input: Input) {
+impl<F> Default for Inputs<F> {
+    fn default() -> Inputs<F> {
+        Inputs {
+            manifests: Vec::new(),
+            unusable: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+}
+
+impl<F> Inputs<F> {
+    fn take(&mut self, input: Input<F>) {
         match input {
             Input::Manifest(manifest) => self.manifests.push(manifest),
             Input::Unusable(unusable) => self.unusable.push(unusable),
@@ -140,7 +171,7 @@ pub struct Search {
 
 /// Reads every input (paths to files or directories, or `-` for stdin),
 /// all of it held at once.
-pub fn read_inputs(inputs: &[String]) -> Inputs {
+pub fn read_inputs<F: Learn>(inputs: &[String]) -> Inputs<F> {
     let mut read = Inputs::default();
     read_each(inputs, Search::default(), &mut |input| read.take(input));
     read
@@ -148,7 +179,7 @@ pub fn read_inputs(inputs: &[String]) -> Inputs {
 
 /// Reads every input, handing out what it holds as it is read, in order:
 /// no more than a batch of a file's objects is held at once (`stream`).
-pub fn read_each(inputs: &[String], search: Search, found: &mut dyn FnMut(Input)) {
+pub fn read_each<F: Learn>(inputs: &[String], search: Search, found: &mut dyn FnMut(Input<F>)) {
     // Each file once, however many inputs lead to it.
     let mut seen = HashSet::new();
     let mut claims = Claims::default();
@@ -220,7 +251,7 @@ fn file_source(file: &str, line: usize) -> Source {
     }
 }
 
-fn read_file(path: &Path, found: &mut dyn FnMut(Input)) {
+fn read_file<F: Learn>(path: &Path, found: &mut dyn FnMut(Input<F>)) {
     let name = path.display().to_string();
     match std::fs::File::open(path) {
         Ok(file) => read_stream(&name, file, found),
@@ -242,14 +273,17 @@ pub fn document_json(text: &str) -> Result<String, String> {
 }
 
 /// Reads one input's text, document by document.
-pub fn read_text(file: &str, text: &str, read: &mut Inputs) {
-    read_stream(file, Cursor::new(text.as_bytes()), &mut |input| {
-        read.take(input)
-    });
+pub fn read_text<F: Learn>(file: &str, text: &str, read: &mut Inputs<F>) {
+    read_bytes(file, text.as_bytes(), read);
+}
+
+/// Reads one input's bytes as a file holding them is read.
+pub fn read_bytes<F: Learn>(file: &str, bytes: &[u8], read: &mut Inputs<F>) {
+    read_stream(file, Cursor::new(bytes), &mut |input| read.take(input));
 }
 
 /// Reads one input, document by document.
-fn read_stream(file: &str, input: impl Read + Seek, found: &mut dyn FnMut(Input)) {
+fn read_stream<F: Learn>(file: &str, input: impl Read + Seek, found: &mut dyn FnMut(Input<F>)) {
     let mut input = BufReader::new(input);
     if cr_only(&mut input) {
         return read_cr_only(file, input, found);
@@ -280,7 +314,7 @@ fn cr_only(input: &mut BufReader<impl Read>) -> bool {
 /// document and keeps the first of the stream; the others are dropped
 /// without a word. Here they are unusable, at the line of the second
 /// (lines counted as YAML counts them, CR ending each).
-fn read_cr_only(file: &str, mut input: impl Read, found: &mut dyn FnMut(Input)) {
+fn read_cr_only<F: Learn>(file: &str, mut input: impl Read, found: &mut dyn FnMut(Input<F>)) {
     let mut text = String::new();
     if let Err(e) = input.read_to_string(&mut text) {
         found(Input::Unusable(whole(file, format!("cannot read: {e}"))));
@@ -358,35 +392,6 @@ mod tests {
                 .map(|n| (n.text.clone(), n.unrendered))
                 .collect(),
         )
-    }
-
-    /// A workload without what its kind requires (a kustomize patch) is
-    /// unusable, naming what it lacks; with it, an object.
-    #[test]
-    fn a_workload_without_its_required_fields_is_unusable() {
-        let patch = read(
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n",
-        );
-        assert!(patch.manifests.is_empty());
-        assert_eq!(
-            patch.unusable[0].reason,
-            "a Deployment without `spec.selector` or a container in \
-             `spec.template.spec.containers`, which the API server refuses: not judged (a \
-             kustomize patch? check what `kubectl kustomize` renders)"
-        );
-        let cron = read("apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec: {}\n");
-        assert!(
-            cron.unusable[0]
-                .reason
-                .contains("`spec.jobTemplate.spec.template.spec.containers`")
-        );
-        let whole = read(
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template: {spec: {containers: [{name: c, image: i}]}}\n",
-        );
-        assert_eq!((whole.manifests.len(), whole.unusable.len()), (1, 0));
-        // Another API's Deployment is not Kubernetes'.
-        let other = read("apiVersion: example.com/v1\nkind: Deployment\nmetadata: {name: w}\n");
-        assert_eq!(other.manifests.len(), 1);
     }
 
     /// kustomize's own configurations are notes, not objects.
@@ -523,7 +528,7 @@ mod tests {
         }
         let at = |path: &str| root.join(path).display().to_string();
         let run = |inputs: &[String], hidden: bool| {
-            let mut read = Inputs::default();
+            let mut read: Inputs = Inputs::default();
             read_each(inputs, Search { hidden }, &mut |input| read.take(input));
             read
         };
@@ -598,7 +603,7 @@ mod tests {
             .collect();
         assert_eq!(kinds, ["\"v1\" \"ConfigMap\"", "\"v1\" \"Secret\""]);
         // The same in JSON, where kubectl writes `kind` after `items`.
-        let mut json = Inputs::default();
+        let mut json: Inputs = Inputs::default();
         read_text(
             "m.json",
             r#"{"apiVersion": "v1", "items": [{"metadata": {"name": "a"}}], "kind": "ConfigMapList"}"#,
@@ -797,7 +802,7 @@ a: [unclosed
 
     #[test]
     fn json_is_read_whole_and_errors_say_the_line() {
-        let mut read = Inputs::default();
+        let mut read: Inputs = Inputs::default();
         read_text(
             "m.json",
             r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c"}]}}]}"#,

@@ -332,7 +332,7 @@ mod tests {
             ]
         );
         // The same lines as read whole.
-        let whole: Vec<usize> = crate::check::manifests::document::read(text)
+        let whole: Vec<usize> = crate::document::read(text)
             .iter()
             .map(|(line, _)| *line)
             .collect();

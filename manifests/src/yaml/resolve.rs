@@ -74,7 +74,7 @@ fn mismatch(found: &str, value: &str, wanted: &str) -> Mismatch {
 /// ignored), into a string whose bytes that are not UTF-8 JSON writes as
 /// U+FFFD.
 fn binary(value: &str) -> Result<Scalar<'_>, Mismatch> {
-    match crate::check::objects::fields::base64(value) {
+    match crate::refusals::base64(value) {
         Some(bytes) => Ok(Scalar::Str(Cow::Owned(
             String::from_utf8_lossy(&bytes).into_owned(),
         ))),
