@@ -672,7 +672,7 @@ fn unusable_input_is_reported_and_the_rest_checked() {
             "{}:8: not a Kubernetes object: no `apiVersion`",
             shown("a.yaml")
         ),
-        format!("{}:4: not YAML", shown("b.yml")),
+        format!("{}:3: not YAML", shown("b.yml")),
         format!("{}:1: not JSON", shown("c.json")),
         format!(
             "{}:1: a List whose `items` is not a list",

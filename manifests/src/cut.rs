@@ -129,7 +129,9 @@ impl Cutter {
             self.on_marker = false;
             return closed;
         }
-        if self.content_line.is_none() && has_content(line) {
+        // A directive is content to kubectl, which cuts at `---` alone: the
+        // directive's chunk is parsed apart from the document it precedes.
+        if self.content_line.is_none() && (has_content(line) || is_directive(line)) {
             self.content_line = Some(self.number);
         }
         self.search_items(line, offset);
@@ -226,6 +228,11 @@ pub(super) fn is_marker(line: &str, marker: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
 }
 
+/// Whether `line` is a YAML directive (`%YAML 1.1`, `%TAG`).
+pub(super) fn is_directive(line: &str) -> bool {
+    line.trim_start_matches('\u{feff}').starts_with('%')
+}
+
 /// Whether `line` holds content, not only white space, a comment or a
 /// directive (`%YAML`).
 pub(super) fn has_content(line: &str) -> bool {
@@ -316,6 +323,7 @@ mod tests {
             .iter()
             .map(|s| (s.first_line, s.content_line))
             .collect();
-        assert_eq!(lines, [(1, 3), (4, 4), (8, 11)]);
+        // A directive is content: kubectl parses its chunk, and fails.
+        assert_eq!(lines, [(1, 3), (4, 4), (8, 9)]);
     }
 }

@@ -129,6 +129,16 @@ pub(super) fn yaml_document(piece: Piece<'_>) -> Read {
 
 /// `yaml_document`, with the JSON the reader wrote.
 pub(super) fn yaml_json(piece: Piece<'_>) -> (usize, Result<(Value, String), String>) {
+    yaml_read(piece, false)
+}
+
+/// `yaml_json` of a List's entry cut from its document: nothing may
+/// follow its node (`yaml::entry_to_json`).
+pub(super) fn entry_json(piece: Piece<'_>) -> (usize, Result<(Value, String), String>) {
+    yaml_read(piece, true)
+}
+
+fn yaml_read(piece: Piece<'_>, entry: bool) -> (usize, Result<(Value, String), String>) {
     let without_mark;
     let piece = match document_mark(piece.text, piece.first_line) {
         Some(at) => {
@@ -140,13 +150,35 @@ pub(super) fn yaml_json(piece: Piece<'_>) -> (usize, Result<(Value, String), Str
         }
         None => piece,
     };
-    match super::yaml::to_json(piece.text, piece.first_line) {
+    let read = match entry {
+        true => super::yaml::entry_to_json(piece.text, piece.first_line),
+        false => super::yaml::to_json(piece.text, piece.first_line),
+    };
+    match read {
         Ok(json) => (
             piece.content_line,
             parse_json(&json).map(|value| (value, json)),
         ),
+        Err(_) if directive_alone(piece.text) => (
+            piece.content_line,
+            Err(
+                "a YAML directive (`%YAML`, `%TAG`) before `---`: kubectl cuts documents at \
+                 `---` lines, cannot parse the directive without its document, and applies \
+                 nothing of this file; remove the directive"
+                    .to_string(),
+            ),
+        ),
         Err(refusal) => (refusal.line, Err(refusal.reason)),
     }
+}
+
+/// Whether a document's text, past comments and blank lines, is YAML
+/// directives alone: what kubectl's cut leaves of a stream's directives.
+fn directive_alone(text: &str) -> bool {
+    let mut lines = text
+        .lines()
+        .filter(|line| cut::has_content(line) || cut::is_directive(line));
+    lines.next().is_some_and(cut::is_directive) && lines.all(cut::is_directive)
 }
 
 /// The JSON the YAML reader wrote, as a value. Its depth is bounded by
@@ -261,9 +293,10 @@ mod tests {
         assert_eq!(read.len(), 3);
         assert_eq!(read[0].1, Ok(json!({"a": 1})));
         let (line, error) = (&read[1].0, read[1].1.as_ref().unwrap_err());
-        assert_eq!(*line, 4, "the line of the error");
+        // At the end of the unclosed document, not at the `---` past it.
+        assert_eq!(*line, 3, "the line of the error");
         assert!(
-            error.starts_with("not YAML") && error.contains("line 4"),
+            error.starts_with("not YAML") && error.contains("line 3 column 13"),
             "{error}"
         );
         assert_eq!(read[2].1, Ok(json!({"c": 3})));

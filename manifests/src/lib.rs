@@ -285,6 +285,12 @@ pub fn read_bytes<F: Learn>(file: &str, bytes: &[u8], read: &mut Inputs<F>) {
 /// Reads one input, document by document.
 fn read_stream<F: Learn>(file: &str, input: impl Read + Seek, found: &mut dyn FnMut(Input<F>)) {
     let mut input = BufReader::new(input);
+    if let Some(text) = utf16(&mut input) {
+        return match text {
+            Ok(text) => read_stream(file, Cursor::new(text.into_bytes()), found),
+            Err(e) => found(Input::Unusable(whole(file, format!("cannot read: {e}")))),
+        };
+    }
     if cr_only(&mut input) {
         return read_cr_only(file, input, found);
     }
@@ -293,6 +299,33 @@ fn read_stream<F: Learn>(file: &str, input: impl Read + Seek, found: &mut dyn Fn
     if let Err(e) = read {
         found(Input::Unusable(whole(file, format!("cannot read: {e}"))));
     }
+}
+
+/// The text of an input that starts with a UTF-16 byte-order mark, as
+/// kubectl reads it (cli-runtime's file visitor decodes through
+/// `unicode.BOMOverride`): the mark dropped, the rest decoded as UTF-16 of
+/// its order, what is no UTF-16 (an odd byte, a lone surrogate) read as
+/// U+FFFD. Held whole: such files are written by editors, not dumps.
+/// `None` for any other input.
+fn utf16(input: &mut BufReader<impl Read>) -> Option<std::io::Result<String>> {
+    let big_endian = match input.fill_buf() {
+        Ok([0xFF, 0xFE, ..]) => false,
+        Ok([0xFE, 0xFF, ..]) => true,
+        _ => return None,
+    };
+    let mut bytes = Vec::new();
+    if let Err(e) = input.read_to_end(&mut bytes) {
+        return Some(Err(e));
+    }
+    let units = bytes[2..].chunks(2).map(|pair| match (pair, big_endian) {
+        ([high, low], true) => u16::from_be_bytes([*high, *low]),
+        ([low, high], false) => u16::from_le_bytes([*low, *high]),
+        // An odd byte at the end.
+        _ => 0xFFFD,
+    });
+    Some(Ok(char::decode_utf16(units)
+        .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect()))
 }
 
 /// Whether the input is YAML whose lines end with CR alone (old Mac
@@ -392,6 +425,100 @@ mod tests {
                 .map(|n| (n.text.clone(), n.unrendered))
                 .collect(),
         )
+    }
+
+    /// A directive before `---` is a document of its own to kubectl, which
+    /// fails to parse it and applies nothing of the file: unusable, at its
+    /// line; the document after it is read.
+    #[test]
+    fn a_directive_before_a_marker_is_unusable() {
+        for directive in ["%YAML 1.1", "%YAML 1.2", "%TAG !e! tag:example.com,2000:"] {
+            let read = read(&format!(
+                "# made by a tool\n{directive}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\n"
+            ));
+            assert_eq!(read.unusable.len(), 1, "{directive}");
+            assert_eq!(read.unusable[0].source.line, 2);
+            assert!(
+                read.unusable[0]
+                    .reason
+                    .contains("applies nothing of this file")
+            );
+            assert_eq!(read.manifests.len(), 1);
+        }
+    }
+
+    /// A file with a UTF-16 byte-order mark is read as kubectl reads it,
+    /// decoded; lines as in the text.
+    #[test]
+    fn utf16_files_are_decoded() {
+        let text = "\u{feff}apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n";
+        let units: Vec<u16> = text.encode_utf16().collect();
+        let little: Vec<u8> = units.iter().flat_map(|u| u.to_le_bytes()).collect();
+        let big: Vec<u8> = units.iter().flat_map(|u| u.to_be_bytes()).collect();
+        for bytes in [little, big] {
+            let mut read: Inputs = Inputs::default();
+            read_bytes("u.yaml", &bytes, &mut read);
+            assert!(read.unusable.is_empty(), "{:?}", read.unusable);
+            let lines: Vec<usize> = read.manifests.iter().map(|m| m.source.line).collect();
+            assert_eq!(lines, [1, 6]);
+            assert_eq!(read.manifests[1].object()["metadata"]["name"], "b");
+        }
+        // An odd byte at the end is no UTF-16: U+FFFD, in a comment here.
+        let mut odd: Vec<u8> = "\u{feff}kind: ConfigMap\n#"
+            .encode_utf16()
+            .flat_map(|u| u.to_le_bytes())
+            .collect();
+        odd.push(b'x');
+        let mut read: Inputs = Inputs::default();
+        read_bytes("u.yaml", &odd, &mut read);
+        assert_eq!(read.unusable.len(), 1, "{:?}", read.unusable);
+    }
+
+    /// A list of a kind Kubernetes does not serve is no List to kubectl,
+    /// which refuses the document whole; a typed list of a served kind, or
+    /// of another group's kind, is.
+    #[test]
+    fn a_list_is_of_a_kind_that_is_served() {
+        let item = "items:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: e}\n";
+        let not = read(&format!(
+            "apiVersion: v1\nkind: NotAList\nmetadata: {{name: l}}\n{item}"
+        ));
+        assert!(not.manifests.is_empty());
+        assert_eq!(
+            not.unusable[0].reason,
+            "no kind `NotAList` in `v1`, which Kubernetes 1.37 serves"
+        );
+        for kind in ["List", "ConfigMapList"] {
+            let list = read(&format!("apiVersion: v1\nkind: {kind}\n{item}"));
+            assert_eq!(list.manifests.len(), 1, "{kind}");
+        }
+        let custom = read(&format!(
+            "apiVersion: example.com/v1\nkind: WidgetList\n{item}"
+        ));
+        assert_eq!(custom.manifests.len(), 1);
+    }
+
+    /// A tool's configuration (kind's cluster config) is a note; an object
+    /// of Kubernetes' own without `metadata` is unusable, saying what to add.
+    #[test]
+    fn a_tools_configuration_is_a_note() {
+        let kind = read(
+            "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n- role: control-plane\n",
+        );
+        assert!(kind.unusable.is_empty() && kind.manifests.is_empty());
+        assert!(
+            kind.notes[0].text.starts_with(
+                "`kind: Cluster` of `kind.x-k8s.io/v1alpha4` without `metadata`, which every \
+                 Kubernetes object has: a tool's own configuration"
+            ),
+            "{}",
+            kind.notes[0].text
+        );
+        let own = read("apiVersion: v1\nkind: ConfigMap\ndata: {a: b}\n");
+        assert_eq!(
+            own.unusable[0].reason,
+            "no `metadata`: an object needs one, with its `metadata.name`"
+        );
     }
 
     /// kustomize's own configurations are notes, not objects.
@@ -702,7 +829,7 @@ a: [unclosed
             "m.yaml:14 (List item 1): not a Kubernetes object: a string"
         );
         assert!(
-            problems[1].starts_with("m.yaml:28: not YAML")
+            problems[1].starts_with("m.yaml:27: not YAML")
                 && problems[1].contains("flow sequence at line 27 column 4"),
             "{}",
             problems[1]

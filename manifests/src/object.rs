@@ -48,12 +48,23 @@ pub(super) fn take<F: Learn>(found: Found, file: &str) -> Vec<Input<F>> {
 }
 
 /// Whether an object's `kind` names a list (`List`, `ConfigMapList`): one
-/// test for every reader of Lists here.
+/// test for every reader of Lists here. In Kubernetes' own groups, the
+/// list of a kind the API server serves: kubectl finds no kind for another
+/// (`kind: NotAList` in `v1`) and refuses the document whole, as `check`
+/// then does, naming the kind.
 pub(super) fn names_a_list(object: &serde_json::Map<String, Value>) -> bool {
-    object
-        .get("kind")
-        .and_then(Value::as_str)
-        .is_some_and(|kind| kind.ends_with("List"))
+    let text = |field: &str| object.get(field).and_then(Value::as_str);
+    let Some(kind) = text("kind") else {
+        return false;
+    };
+    match kind.strip_suffix("List") {
+        Some("") => true,
+        // Without an `apiVersion` it is refused either way, for that.
+        Some(item) => {
+            text("apiVersion").is_none_or(|version| crate::refusals::served(version, item))
+        }
+        None => false,
+    }
 }
 
 /// An item of a typed list (`ConfigMapList`) that leaves out its
@@ -163,6 +174,18 @@ fn take_object<F: Learn>(
         }));
         return;
     }
+    if let Some(config) = tool_config(&value) {
+        found(Input::Note(Note {
+            source,
+            text: format!(
+                "{config} without `metadata`, which every Kubernetes object has: a tool's own \
+                 configuration (a kind cluster's, say), skipped; if it is meant for the cluster, \
+                 give it `metadata.name`"
+            ),
+            unrendered: false,
+        }));
+        return;
+    }
     if let Some(template) = templates::in_metadata(&value) {
         found(Input::Note(Note {
             source,
@@ -189,6 +212,16 @@ fn take_object<F: Learn>(
         },
         Some(reason) => found(Input::Unusable(Unusable { source, reason })),
     }
+}
+
+/// `kind: Cluster` of `kind.x-k8s.io/v1alpha4`, for an object of another
+/// group than Kubernetes' own that has no `metadata`: how a tool's
+/// configuration file looks (kind's, k3d's), which no API server takes.
+fn tool_config(value: &Value) -> Option<String> {
+    let (kind, api_version) = (value["kind"].as_str()?, value["apiVersion"].as_str()?);
+    let (group, _) = policy_core::kinds::group_version(api_version);
+    let tool = value.get("metadata").is_none() && !policy_core::kinds::kubernetes_group(group);
+    tool.then(|| format!("`kind: {kind}` of `{api_version}`"))
 }
 
 /// The `apiVersion` of a kustomize transformer or generator configuration

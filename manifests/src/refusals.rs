@@ -15,6 +15,13 @@ mod served;
 
 pub(crate) use fields::{base64, what};
 
+/// Whether the API server takes objects of `kind` at `api_version`: a kind
+/// of Kubernetes' own groups it serves, or a kind of another group, which
+/// is its CRD's business.
+pub(crate) fn served(api_version: &str, kind: &str) -> bool {
+    served::refusal(api_version, kind).is_none()
+}
+
 /// Why `value` is not a Kubernetes object, if it is not.
 pub(super) fn object_problem(value: &Value) -> Option<String> {
     let Some(object) = value.as_object() else {
@@ -33,7 +40,7 @@ pub(super) fn object_problem(value: &Value) -> Option<String> {
 /// Why the API server refuses `value`'s metadata, or the object for it.
 fn metadata_problem(value: &Value, object: &serde_json::Map<String, Value>) -> Option<String> {
     let Some(Value::Object(metadata)) = object.get("metadata") else {
-        return Some("no `metadata`".to_string());
+        return Some("no `metadata`: an object needs one, with its `metadata.name`".to_string());
     };
     let named = metadata
         .get("name")

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use super::cut::{Cutter, Items, Span, has_content};
-use super::document::{self, Found, Piece, yaml_document, yaml_json};
+use super::document::{self, Found, Piece, entry_json, yaml_document, yaml_json};
 use super::json;
 use super::object;
 use super::templates;
@@ -284,7 +284,7 @@ fn entries<T: Send>(
                     first_line: *line,
                     content_line,
                 };
-                let finished = yaml_json(piece).1.ok().map(|(mut value, json)| {
+                let finished = entry_json(piece).1.ok().map(|(mut value, json)| {
                     // An item that takes its kind from the list is written
                     // again; one that names its own is as it was read.
                     let before = value.as_object().map(serde_json::Map::len);

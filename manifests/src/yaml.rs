@@ -51,6 +51,32 @@ pub struct Refusal {
 /// The JSON of the first document of `text` (`null` for an empty one),
 /// whose first line is line `first_line` of its file.
 pub fn to_json(text: &str, first_line: usize) -> Result<String, Refusal> {
+    read_json(text, first_line, false)
+}
+
+/// `to_json` of an entry of a List cut from its document: refused where
+/// anything follows its node (a line indented less than the entry's own,
+/// which go-yaml leaves unread in a text alone, and refuses in the List).
+pub fn entry_to_json(text: &str, first_line: usize) -> Result<String, Refusal> {
+    read_json(text, first_line, true)
+}
+
+/// What is said of an entry followed by more than its node.
+const PAST_THE_ENTRY: &str = "not YAML: content past the List entry's node";
+
+/// Whether the next event of `parser`, past a document's end, ends the
+/// text: an entry read `alone` must.
+fn ends_alone(parser: &mut Parser<'_>, line: usize, first_line: usize) -> Result<(), Stop> {
+    match parser.next() {
+        Ok((Event::StreamEnd, _)) => Ok(()),
+        _ => Err(Stop::Refused(Refusal {
+            line: first_line + line,
+            reason: PAST_THE_ENTRY.to_string(),
+        })),
+    }
+}
+
+fn read_json(text: &str, first_line: usize, alone: bool) -> Result<String, Refusal> {
     // Only a text of more brackets than the depth allowed can be too deep.
     let brackets = text.bytes().filter(|&b| b == b'[' || b == b'{').count();
     if let Some(line) = (brackets > MAX_DEPTH)
@@ -71,8 +97,9 @@ pub fn to_json(text: &str, first_line: usize) -> Result<String, Refusal> {
     loop {
         // Only a text read again holds stand-ins.
         let stand_ins = matches!(text, Cow::Owned(_));
-        let read = match Streamed::new(&text, first_line).stand_ins(stand_ins).run() {
-            Err(Stop::NeedsTree) => tree::to_json(&text, first_line),
+        let streamed = Streamed::new(&text, first_line).stand_ins(stand_ins);
+        let read = match streamed.alone(alone).run() {
+            Err(Stop::NeedsTree) => tree::to_json(&text, first_line, alone),
             read => read,
         };
         match read {
@@ -110,10 +137,28 @@ fn parse_error(error: &parser::Error, text: &str, first_line: usize) -> Stop {
     if error.problem == "found unexpected ':'" && text.as_bytes().get(at) == Some(&b':') {
         return Stop::Colon(at);
     }
+    let error = at_most_the_end(error, text);
     Stop::Refused(Refusal {
         line: first_line + error.problem_mark.line,
         reason: format!("not YAML: {}", error.in_file(first_line)),
     })
+}
+
+/// libyaml places what it misses at the end of a document past its last
+/// line (and past a line break it adds): said at the end of the document's
+/// last content instead, a line the file has.
+fn at_most_the_end(error: &parser::Error, text: &str) -> parser::Error {
+    let content = text.trim_end();
+    let mut error = error.clone();
+    if error.problem_mark.index >= content.len() {
+        let last = content.rsplit('\n').next().unwrap_or_default();
+        error.problem_mark = parser::Mark {
+            index: content.len(),
+            line: content.matches('\n').count(),
+            column: last.chars().count(),
+        };
+    }
+    error
 }
 
 /// go-yaml ends a plain scalar of a flow collection at a `?`, and then
@@ -177,6 +222,8 @@ struct Streamed<'t> {
     failed: Option<Refusal>,
     /// The text holds colons read as stand-ins.
     stand_ins: bool,
+    /// The text is one node alone (`entry_to_json`).
+    alone: bool,
 }
 
 impl<'t> Streamed<'t> {
@@ -189,7 +236,12 @@ impl<'t> Streamed<'t> {
             keys: Keys::default(),
             failed: None,
             stand_ins: false,
+            alone: false,
         }
+    }
+
+    fn alone(self, alone: bool) -> Streamed<'t> {
+        Streamed { alone, ..self }
     }
 
     fn stand_ins(self, stand_ins: bool) -> Streamed<'t> {
@@ -228,6 +280,9 @@ impl<'t> Streamed<'t> {
                 Event::DocumentEnd | Event::StreamEnd => {
                     if let Some(refusal) = self.failed {
                         return Err(Stop::Refused(refusal));
+                    }
+                    if self.alone && matches!(event, Event::DocumentEnd) {
+                        ends_alone(&mut parser, line, self.first_line)?;
                     }
                     if !started || self.out.is_empty() {
                         return Ok("null".to_string());
@@ -639,7 +694,9 @@ mod tests {
                 "a key that is itself a mapping or a list",
             ),
             ("a: !!int x\n", 1, "cannot decode !!str `x` as a !!int"),
-            ("a: [1\n", 2, "not YAML: did not find expected ',' or ']'"),
+            // At the end of the document, a line it has.
+            ("a: [1\n", 1, "expected ',' or ']' at line 1 column 6"),
+            ("a: 1\nb: [1", 2, "expected ',' or ']' at line 2 column 6"),
             ("a: *x\n", 1, "unknown anchor 'x'"),
             ("a: &x [*x]\n", 1, "holds an alias of itself"),
             ("a: {<<: 1}\n", 1, "merge key"),
@@ -882,7 +939,7 @@ mod tests {
         };
         Some((
             read(Streamed::new(text, 1).run())?,
-            read(tree::to_json(text, 1)).expect("the tree reads anything"),
+            read(tree::to_json(text, 1, false)).expect("the tree reads anything"),
         ))
     }
 

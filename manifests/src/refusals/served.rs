@@ -61,6 +61,24 @@ static SERVED: LazyLock<Served> = LazyLock::new(|| {
     served
 });
 
+/// Kinds Kubernetes removed with their types, which the generated table
+/// cannot name (the pinned release's scheme no longer has them): each
+/// `apiVersion` it was last served at, the release that removed the kind,
+/// and what replaces it, from Kubernetes' deprecated API migration guide.
+const GONE: &[(&str, &str, &str, &str)] = &[
+    ("policy/v1beta1", "PodSecurityPolicy", "1.25", PSP_INSTEAD),
+    (
+        "extensions/v1beta1",
+        "PodSecurityPolicy",
+        "1.25",
+        PSP_INSTEAD,
+    ),
+];
+
+const PSP_INSTEAD: &str = "Pod Security Admission replaces it (a Namespace's \
+                           `pod-security.kubernetes.io/enforce` label), as do Kubewarden's \
+                           `*-psp` policies, rule by rule";
+
 /// The release the table is of (`1.37`).
 #[cfg(test)]
 fn release() -> &'static str {
@@ -73,6 +91,15 @@ fn release() -> &'static str {
 /// object of a group that is not Kubernetes' own (a custom resource) is
 /// the business of its CRD: `None`.
 pub fn refusal(api_version: &str, kind: &str) -> Option<String> {
+    if let Some((_, _, removed, instead)) = GONE
+        .iter()
+        .find(|(version, gone, ..)| *version == api_version && *gone == kind)
+    {
+        return Some(format!(
+            "`{api_version}` {kind} is no longer served: Kubernetes {removed} removed {kind} \
+             altogether; {instead}"
+        ));
+    }
     let served = &*SERVED;
     let (group, version) = group_version(api_version);
     let release = served.release;
@@ -148,6 +175,21 @@ fn api_version_of(group: &str, version: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kind_removed_with_its_type_is_named_gone() {
+        for api_version in ["policy/v1beta1", "extensions/v1beta1"] {
+            let said = refusal(api_version, "PodSecurityPolicy").unwrap();
+            assert!(
+                said.starts_with(&format!(
+                    "`{api_version}` PodSecurityPolicy is no longer served: Kubernetes 1.25 \
+                     removed PodSecurityPolicy altogether; Pod Security Admission"
+                )),
+                "{said}"
+            );
+        }
+        assert!(refusal("policy/v1", "PodSecurityPolicy").is_some());
+    }
 
     #[test]
     fn what_the_release_serves_and_what_it_refuses() {

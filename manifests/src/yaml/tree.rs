@@ -50,14 +50,15 @@ enum Json {
     Object(Vec<(String, Json)>),
 }
 
-pub(super) fn to_json(text: &str, first_line: usize) -> Result<String, Stop> {
+/// `alone`: nothing may follow the document's node (`entry_to_json`).
+pub(super) fn to_json(text: &str, first_line: usize, alone: bool) -> Result<String, Stop> {
     let refuse = |line: usize, reason: String| {
         Stop::Refused(Refusal {
             line: first_line + line,
             reason,
         })
     };
-    let (tree, root) = read(text, first_line)?;
+    let (tree, root) = read(text, first_line, alone)?;
     let Some(root) = root else {
         return Ok("null".to_string());
     };
@@ -80,7 +81,7 @@ pub(super) fn to_json(text: &str, first_line: usize) -> Result<String, Stop> {
 }
 
 /// The tree of the first document of `text`, and its root.
-fn read(text: &str, first_line: usize) -> Result<(Tree, Option<usize>), Stop> {
+fn read(text: &str, first_line: usize, alone: bool) -> Result<(Tree, Option<usize>), Stop> {
     let mut parser = Parser::new(text);
     let mut tree = Tree { nodes: Vec::new() };
     let mut anchors: HashMap<String, usize> = HashMap::new();
@@ -103,6 +104,10 @@ fn read(text: &str, first_line: usize) -> Result<(Tree, Option<usize>), Stop> {
         let mut flow = false;
         let (node, anchor) = match event {
             Event::StreamStart | Event::DocumentStart => continue,
+            Event::DocumentEnd if alone => {
+                super::ends_alone(&mut parser, line, first_line)?;
+                return Ok((tree, root));
+            }
             Event::DocumentEnd | Event::StreamEnd => return Ok((tree, root)),
             Event::SequenceEnd | Event::MappingEnd => {
                 open.pop();
