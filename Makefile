@@ -60,8 +60,9 @@ bench-peers: policy.wasm
 	cargo build -q --profile bench -p policy-benches --bin peer-bench
 	target/release/peer-bench $(PEER_ARGS)
 
-# policy-runner for every platform a release carries, cross-built here with
-# zig into dist/ with SHA256SUMS; the aarch64 Linux binary runs under
+# A rehearsal of the release binaries (which release.yml builds natively),
+# cross-built here with zig into dist/ with SHA256SUMS (Windows as -gnu,
+# where the release is -msvc); the aarch64 Linux binary runs under
 # qemu-user beside the native one, their output compared (scripts/dist).
 .PHONY: dist
 dist: policy.wasm
@@ -69,7 +70,7 @@ dist: policy.wasm
 
 # A short run of every fuzz target (FUZZ_SECONDS each), so that they keep
 # building and the obvious finds are caught; cargo fuzz needs nightly.
-FUZZ_TARGETS := validate settings structured differential patterns
+FUZZ_TARGETS := validate settings structured differential patterns manifests manifests_cut manifests_json
 FUZZ_SECONDS ?= 30
 .PHONY: fuzz
 fuzz:

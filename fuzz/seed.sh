@@ -30,3 +30,18 @@ for review in ../test_data/cluster/recorded/*/*.json ../test_data/cluster/writte
     printf '{"request":%s,"settings":%s}' "$(jq -c .request "$review")" "${settings[0]}" > "corpus/$target/seed-$name.json"
   done
 done
+# The reader's targets: the repository's manifests, YAML and JSON.
+mkdir -p corpus/manifests corpus/manifests_cut corpus/manifests_json
+for file in ../examples/*.yaml ../examples/*/*.yaml ../cluster/manifests/*.yaml ../test_data/manifests/* ../test_data/set/*/*.yaml ../test_data/modes/*.yaml; do
+  [ -f "$file" ] || continue
+  name=$(echo "${file#../}" | tr '/' '-')
+  for target in manifests manifests_cut; do
+    cp "$file" "corpus/$target/seed-$name"
+  done
+done
+for file in ../test_data/*.json ../test_data/modes/*.json; do
+  [ -f "$file" ] || continue
+  name=$(echo "${file#../}" | tr '/' '-')
+  cp "$file" "corpus/manifests/seed-$name"
+  cp "$file" "corpus/manifests_json/seed-$name"
+done

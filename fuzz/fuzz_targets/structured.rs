@@ -10,9 +10,9 @@ use std::collections::BTreeSet;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use policy_core::bookkeeping::Bookkeeping;
 use policy_core::criterion::Criterion;
 use policy_core::evaluator::oracle;
+use policy_core::kubernetes_keys::Bookkeeping;
 use policy_core::message::{Subject, rejection};
 use policy_core::provenance::oracle::Sender;
 use serde_json::{Map, Value, json};
