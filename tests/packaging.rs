@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use policy_core::bookkeeping;
 use policy_core::criterion::Criterion;
+use policy_core::kubernetes_keys;
 use policy_core::settings::Field;
 use yaml_serde::{Mapping, Value};
 
@@ -490,7 +490,7 @@ fn every_criterion_has_its_row_in_each_readme_table() {
 /// in the code.
 #[test]
 fn the_kubernetes_keys_page_lists_them_as_the_code_does() {
-    use bookkeeping::Writer;
+    use kubernetes_keys::Writer;
     let (page, heading) = (
         "docs/kubernetes-keys.md",
         "# Annotations that Kubernetes and kubectl write themselves",
@@ -503,7 +503,7 @@ fn the_kubernetes_keys_page_lists_them_as_the_code_does() {
                 .map(|row| row[3].trim().to_string()),
         )
         .collect();
-    let mut keys: Vec<(String, String)> = bookkeeping::KEYS
+    let mut keys: Vec<(String, String)> = kubernetes_keys::KEYS
         .iter()
         .map(|entry| {
             let counts = match entry.writer {

@@ -8,10 +8,10 @@
 //! arithmetic. The two criteria that judge the keys outside the values also
 //! count Kubernetes' own keys as listed, unless `Bookkeeping::Judged` says
 //! otherwise: those Kubernetes could have written in the request that
-//! `Provenance` speaks of (see `bookkeeping`).
+//! `Provenance` speaks of (see `kubernetes_keys`).
 
-use crate::bookkeeping::{Bookkeeping, Provenance};
 use crate::criterion::Criterion;
+use crate::kubernetes_keys::{Bookkeeping, Provenance};
 use crate::values::Values;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,7 @@ impl Violation<'_> {
 /// Judges `keys` against `values`. Keys compare exactly, as Kubernetes map
 /// keys do; duplicate keys count once. A key is looked for among the values
 /// first, so that keys the values list cost what they did before
-/// `bookkeeping` existed.
+/// Kubernetes' own keys were counted.
 pub fn evaluate<'k, I, P>(
     criterion: Criterion,
     values: &'k Values,
@@ -160,7 +160,7 @@ pub mod oracle {
     use std::collections::BTreeSet;
 
     use super::{Criterion, Violation};
-    use crate::bookkeeping::{self, Bookkeeping, Provenance};
+    use crate::kubernetes_keys::{self, Bookkeeping, Provenance};
     use crate::pattern;
 
     /// Whether `value` (an exact name, or a pattern) matches `key`.
@@ -175,7 +175,7 @@ pub mod oracle {
     /// judge the keys outside the values.
     fn kubernetes(bookkeeping: Bookkeeping, provenance: &dyn Provenance, key: &str) -> bool {
         bookkeeping == Bookkeeping::Listed
-            && bookkeeping::oracle::written_by_kubernetes(key, provenance)
+            && kubernetes_keys::oracle::written_by_kubernetes(key, provenance)
     }
 
     pub fn accepts(
@@ -273,7 +273,7 @@ mod tests {
 
     use proptest::prelude::*;
 
-    use crate::bookkeeping::Unknown;
+    use crate::kubernetes_keys::Unknown;
     use Bookkeeping::{Judged, Listed};
 
     use Criterion::*;
@@ -399,7 +399,7 @@ mod tests {
     struct Wrote(bool);
 
     impl Provenance for Wrote {
-        fn could_have_written(&self, _: crate::bookkeeping::Writer, _: &str) -> bool {
+        fn could_have_written(&self, _: crate::kubernetes_keys::Writer, _: &str) -> bool {
             self.0
         }
     }

@@ -6,13 +6,14 @@
 pub mod annotation_key;
 pub mod apparmor;
 pub mod audit;
-pub mod bookkeeping;
 pub mod bytes;
+pub mod controllers;
 pub mod criterion;
 pub mod evaluator;
 pub mod existing_violations;
 pub mod json;
 pub mod kinds;
+pub mod kubernetes_keys;
 pub mod message;
 pub mod pattern;
 pub mod provenance;
@@ -240,8 +241,8 @@ mod tests {
     }
 
     fn follows_the_formulas(case: Case) -> Result<(), proptest::test_runner::TestCaseError> {
-        use bookkeeping::Bookkeeping;
         use evaluator::oracle;
+        use kubernetes_keys::Bookkeeping;
         use provenance::oracle::Sender;
         use std::collections::BTreeSet;
         let Case {

@@ -10,8 +10,9 @@ use std::cell::OnceCell;
 
 use crate::apparmor;
 use crate::audit::{self, Stored};
-use crate::bookkeeping::{Controller, Provenance, Writer};
+use crate::controllers::Controller;
 use crate::json::Reader;
+use crate::kubernetes_keys::{Provenance, Writer};
 use crate::request;
 
 /// How a node, and kube-controller-manager, name themselves: the kubelet
@@ -172,7 +173,7 @@ fn username(user_info: &[u8]) -> Option<Cow<'_, str>> {
 pub mod oracle {
     use std::collections::BTreeSet;
 
-    use crate::bookkeeping::{Provenance, Writer};
+    use crate::kubernetes_keys::{Provenance, Writer};
 
     pub struct Sender {
         pub username: Option<String>,
@@ -234,7 +235,7 @@ pub mod oracle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bookkeeping::JOB_CONTROLLER;
+    use crate::controllers::JOB_CONTROLLER;
 
     const MIRROR: &str = "kubernetes.io/config.mirror";
     const INDEX: &str = "batch.kubernetes.io/job-completion-index";

@@ -6,11 +6,11 @@
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
-use crate::bookkeeping::{Bookkeeping, Provenance};
 use crate::bytes;
 use crate::criterion::Criterion;
 use crate::evaluator::{self, Verdict};
 use crate::json::{self, Reader};
+use crate::kubernetes_keys::{Bookkeeping, Provenance};
 use crate::message::List;
 use crate::pattern;
 use crate::quoting::{Abridged, QuotedAbridged};
@@ -25,7 +25,7 @@ pub struct Settings {
     /// (see `existing_violations`); `true` unless the settings say otherwise.
     pub allow_existing_violations: bool,
     /// Whether the keys Kubernetes writes itself count as listed
-    /// (`allowKubernetesBookkeeping`, see `bookkeeping`); listed unless the
+    /// (`allowKubernetesBookkeeping`, see `kubernetes_keys`); listed unless the
     /// settings say otherwise.
     pub bookkeeping: Bookkeeping,
 }

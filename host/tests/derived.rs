@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use policy_core::bookkeeping::CONTROLLERS;
+use policy_core::controllers::CONTROLLERS;
 use policy_host::check::objects::{Admission, Candidate, Owners, candidates};
 use serde_json::Value;
 
@@ -121,7 +121,7 @@ fn derived_objects_carry_the_keys_the_controllers_wrote() {
             let kind = &candidate.object["kind"];
             assert!(
                 maker.makes.iter().any(|made| kind == made),
-                "{from}: {} makes {kind}, which bookkeeping::CONTROLLERS does not say",
+                "{from}: {} makes {kind}, which controllers::CONTROLLERS does not say",
                 maker.account
             );
         }

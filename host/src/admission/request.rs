@@ -1,13 +1,13 @@
 //! The AdmissionRequest the API server sends a validating webhook (a
 //! `admission.k8s.io/v1` review's `request`), for `check` and `test`: an
 //! object of the input comes from a user, and each object made from the
-//! input from its controller's service account (`bookkeeping::CONTROLLERS`), so
+//! input from its controller's service account (`controllers::CONTROLLERS`), so
 //! that keys only a controller writes count as Kubernetes' own there and
 //! nowhere else.
 
 use serde_json::{Value, json};
 
-use policy_core::bookkeeping::Controller;
+use policy_core::controllers::Controller;
 use policy_core::provenance::CONTROLLER_ACCOUNT;
 
 use policy_evaluator::kinds::Addressed;

@@ -27,7 +27,7 @@
 //! `host/tests/derived.rs` holds these objects to it, and cluster/run holds
 //! `check` to the objects a real cluster's controllers make.
 
-use policy_core::bookkeeping::{self, ControllerId};
+use policy_core::controllers::{self, ControllerId};
 use serde_json::{Map, Value, json};
 
 mod admission;
@@ -50,12 +50,12 @@ pub struct Candidate {
     /// an object of the input itself.
     pub derived_from: Vec<String>,
     /// The controller that creates it; `None` for an object of the input.
-    pub made_by: Option<&'static bookkeeping::Controller>,
+    pub made_by: Option<&'static controllers::Controller>,
 }
 
 /// How a controller derives objects from one it owns. Who it is and what it
 /// owns and makes is its row in the policy's table
-/// (`bookkeeping::CONTROLLERS`), the one table of controllers: so that the
+/// (`controllers::CONTROLLERS`), the one table of controllers: so that the
 /// requests `check` sends as a controller and the keys the policy lets that
 /// controller write name the same one.
 struct Derives {
@@ -73,7 +73,7 @@ struct Derives {
 /// How `controller` derives its objects: a row of the policy's table, each
 /// named here (a controller added there is a compile error here until it
 /// says how).
-fn derives(controller: &bookkeeping::Controller) -> Derives {
+fn derives(controller: &controllers::Controller) -> Derives {
     let requires = |selector, containers| Requires {
         selector,
         containers,
@@ -231,8 +231,8 @@ pub fn idle(object: &Value) -> Option<&'static str> {
 }
 
 /// The controller that makes objects from objects of `kind`, if any.
-fn controller_of(kind: &str) -> Option<&'static bookkeeping::Controller> {
-    bookkeeping::CONTROLLERS
+fn controller_of(kind: &str) -> Option<&'static controllers::Controller> {
+    controllers::CONTROLLERS
         .iter()
         .find(|c| c.owner.kind == kind)
 }
@@ -619,7 +619,7 @@ mod tests {
     /// bare and taken whole, as its own API version defines it.
     #[test]
     fn what_each_kind_requires() {
-        let kinds = bookkeeping::CONTROLLERS
+        let kinds = controllers::CONTROLLERS
             .iter()
             .map(|c| (c.owner, derives(c).requires))
             .chain([(

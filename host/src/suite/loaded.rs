@@ -91,7 +91,7 @@ pub struct ReadyPolicy {
 pub struct Object {
     pub(super) object: Value,
     /// Who sends it when the result names nobody.
-    pub(super) made_by: Option<&'static policy_core::bookkeeping::Controller>,
+    pub(super) made_by: Option<&'static policy_core::controllers::Controller>,
     /// `Kind namespace/name`, as `check` prints it.
     pub(super) described: String,
 }
