@@ -65,6 +65,7 @@ fn metadata_problem(value: &Value, object: &serde_json::Map<String, Value>) -> O
         .or_else(|| nested_strings_only(value))
         .or_else(|| fields::refusal(value))
         .or_else(|| names::name_refusal(group, kind, value))
+        .or_else(|| names::host_refusal(group, kind, value))
 }
 
 /// The API server takes only strings as annotation and label values

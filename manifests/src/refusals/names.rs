@@ -124,6 +124,56 @@ pub fn key_refusal(field: &str, key: &str, value: &str) -> Option<String> {
     })
 }
 
+/// Why the API server refuses an Ingress's hosts (`validateIngressRules`,
+/// `validateIngressTLS`, pkg/apis/networking/validation, v1.37.2): each
+/// rule's `host` and each TLS entry's `hosts` a DNS-1123 subdomain, or one
+/// after `*.`; a rule's host no IP address.
+pub fn host_refusal(group: &str, kind: &str, object: &Value) -> Option<String> {
+    if (group, kind) != ("networking.k8s.io", "Ingress") {
+        return None;
+    }
+    let spec = &object["spec"];
+    let rules = spec["rules"].as_array().into_iter().flatten().enumerate();
+    let rule_hosts = rules.map(|(i, rule)| (format!("spec.rules[{i}].host"), &rule["host"], true));
+    let tls = spec["tls"].as_array().into_iter().flatten().enumerate();
+    let tls_hosts = tls.flat_map(|(i, tls)| {
+        let hosts = tls["hosts"].as_array().into_iter().flatten().enumerate();
+        hosts.map(move |(j, host)| (format!("spec.tls[{i}].hosts[{j}]"), host, false))
+    });
+    rule_hosts.chain(tls_hosts).find_map(|(at, host, rule)| {
+        let host = host.as_str().filter(|host| !host.is_empty())?;
+        if rule && ip_address(host) {
+            return Some(format!(
+                "`{at}` {host:?} is an IP address, and the API server takes only a DNS name as \
+                 an Ingress rule's host: name the host, or leave `host` out"
+            ));
+        }
+        let wrong = match host.strip_prefix("*.") {
+            Some(rest) => broken(Rule::Subdomain, rest, false).map(|_| WILDCARD),
+            None => broken(Rule::Subdomain, host, false),
+        }?;
+        Some(format!(
+            "`{at}` {host:?} is not {wrong}, which the API server requires of an Ingress's \
+             hosts: change it"
+        ))
+    })
+}
+
+/// Whether Go's `ParseIPSloppy` reads `host` as an address: IPv6, or four
+/// decimal parts of at most 255 each, leading zeros allowed.
+fn ip_address(host: &str) -> bool {
+    let part = |part: &str| {
+        !part.is_empty()
+            && part.bytes().all(|b| b.is_ascii_digit())
+            && part.trim_start_matches('0').len() <= 3
+            && part.parse::<u32>().is_ok_and(|n| n <= 255)
+    };
+    host.parse::<std::net::Ipv6Addr>().is_ok()
+        || (host.split('.').count() == 4 && host.split('.').all(part))
+}
+
+const WILDCARD: &str = "a wildcard DNS-1123 subdomain (`*.` then a DNS-1123 subdomain)";
+
 const SUBDOMAIN: &str = "a DNS-1123 subdomain (lower-case letters, digits, `-` and `.`, \
                          starting and ending with a letter or digit, at most 253 characters)";
 const LABEL: &str = "a DNS-1123 label (lower-case letters, digits and `-`, starting and \
@@ -170,6 +220,46 @@ mod tests {
 
     fn refusal(group: &str, kind: &str, metadata: Value) -> Option<String> {
         name_refusal(group, kind, &json!({"metadata": metadata}))
+    }
+
+    #[test]
+    fn an_ingress_host_is_a_dns_name() {
+        let ingress = |spec: Value| json!({"spec": spec});
+        let refused = |spec: Value| host_refusal("networking.k8s.io", "Ingress", &ingress(spec));
+        for fine in [
+            json!({"rules": [{"host": "shop.example.com"}, {"http": {}}]}),
+            json!({"rules": [{"host": "*.example.com"}], "tls": [{"hosts": ["*.example.com", "a.b"]}]}),
+        ] {
+            assert_eq!(refused(fine.clone()), None, "{fine}");
+        }
+        let upper = refused(json!({"rules": [{"host": "Shop.example.com"}]})).unwrap();
+        assert!(
+            upper.starts_with(
+                "`spec.rules[0].host` \"Shop.example.com\" is not a DNS-1123 subdomain"
+            ),
+            "{upper}"
+        );
+        let ip = refused(json!({"rules": [{"host": "a.b"}, {"host": "010.0.0.1"}]})).unwrap();
+        assert!(
+            ip.starts_with("`spec.rules[1].host` \"010.0.0.1\" is an IP address"),
+            "{ip}"
+        );
+        let wild = refused(json!({"tls": [{"hosts": ["ok.io", "*.*.io"]}]})).unwrap();
+        assert!(
+            wild.starts_with("`spec.tls[0].hosts[1]` \"*.*.io\" is not a wildcard"),
+            "{wild}"
+        );
+        // A TLS host may be an address: only a rule's may not.
+        assert_eq!(refused(json!({"tls": [{"hosts": ["10.0.0.1"]}]})), None);
+        // Another kind's, or another group's Ingress, is not held to it.
+        assert_eq!(
+            host_refusal(
+                "example.com",
+                "Ingress",
+                &ingress(json!({"rules": [{"host": "A"}]}))
+            ),
+            None
+        );
     }
 
     #[test]
