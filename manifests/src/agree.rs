@@ -116,14 +116,19 @@ fn items(found: Vec<Found>) -> Vec<Found> {
                     unreachable!()
                 };
                 let _ = line;
+                // As the reader takes each item: of the list's kind where
+                // it names none.
                 items
                     .into_iter()
                     .enumerate()
-                    .map(|(index, value)| Found::Item {
-                        line: 0,
-                        index,
-                        value,
-                        json: None,
+                    .map(|(index, mut value)| {
+                        object::of_the_list(&map, &mut value);
+                        Found::Item {
+                            line: 0,
+                            index,
+                            value,
+                            json: None,
+                        }
                     })
                     .collect()
             }

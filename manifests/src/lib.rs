@@ -719,16 +719,30 @@ mod tests {
             read.manifests[0].source.to_string(),
             "m.yaml:5 (List item 0)"
         );
-        // An item that leaves them out is of the list's kind and version.
+        // An item that leaves both out is of the list's kind and version;
+        // one that names either keeps what it names, and lacks the other,
+        // as kubectl reads it (found by `fuzz/manifests_cut`).
         let defaulted = super::tests::read(
-            "apiVersion: v1\nkind: ConfigMapList\nitems:\n- metadata: {name: a}\n- kind: Secret\n  metadata: {name: b}\n",
+            "apiVersion: v1\nkind: ConfigMapList\nitems:\n- metadata: {name: a}\n- kind: Secret\n  metadata: {name: b}\n- apiVersion: v1\n  metadata: {name: c}\n",
         );
         let kinds: Vec<String> = defaulted
             .manifests
             .iter()
             .map(|m| format!("{} {}", m.object()["apiVersion"], m.object()["kind"]))
             .collect();
-        assert_eq!(kinds, ["\"v1\" \"ConfigMap\"", "\"v1\" \"Secret\""]);
+        assert_eq!(kinds, ["\"v1\" \"ConfigMap\""]);
+        let refused: Vec<&str> = defaulted
+            .unusable
+            .iter()
+            .map(|u| u.reason.as_str())
+            .collect();
+        assert_eq!(
+            refused,
+            [
+                "not a Kubernetes object: no `apiVersion`",
+                "not a Kubernetes object: no `kind`"
+            ]
+        );
         // The same in JSON, where kubectl writes `kind` after `items`.
         let mut json: Inputs = Inputs::default();
         read_text(

@@ -71,18 +71,24 @@ pub(super) fn names_a_list(object: &serde_json::Map<String, Value>) -> bool {
 /// `apiVersion` and `kind` is of the list's version and kind, as kubectl
 /// reads it.
 pub(super) fn of_the_list(list: &serde_json::Map<String, Value>, item: &mut Value) {
-    let kind = list.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let text = |map: &serde_json::Map<String, Value>, field: &str| {
+        map.get(field)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let kind = text(list, "kind");
     let (Some(kind), Some(fields)) = (
         kind.strip_suffix("List").filter(|kind| !kind.is_empty()),
         item.as_object_mut(),
     ) else {
         return;
     };
-    fields.entry("kind").or_insert_with(|| kind.into());
-    if let Some(api_version) = list.get("apiVersion") {
-        fields
-            .entry("apiVersion")
-            .or_insert_with(|| api_version.clone());
+    // Only an item that names neither (`decodeToList`, apimachinery's
+    // unstructured helpers): one that names either keeps what it names.
+    if text(fields, "kind").is_empty() && text(fields, "apiVersion").is_empty() {
+        fields.insert("kind".into(), kind.into());
+        fields.insert("apiVersion".into(), text(list, "apiVersion").into());
     }
 }
 
@@ -163,45 +169,11 @@ fn take_object<F: Learn>(
     source: Source,
     found: &mut dyn FnMut(Input<F>),
 ) {
-    if source.item.is_none() && !value.get("kind").is_some_and(Value::is_string) {
+    if let Some((text, unrendered)) = not_an_object(&value, source.item.is_some()) {
         found(Input::Note(Note {
             source,
-            text: format!(
-                "not a Kubernetes object ({}, without a `kind`): skipped",
-                crate::refusals::what(&value)
-            ),
-            unrendered: false,
-        }));
-        return;
-    }
-    if let Some(config) = tool_config(&value) {
-        found(Input::Note(Note {
-            source,
-            text: format!(
-                "{config} without `metadata`, which every Kubernetes object has: a tool's own \
-                 configuration (a kind cluster's, say), skipped; if it is meant for the cluster, \
-                 give it `metadata.name`"
-            ),
-            unrendered: false,
-        }));
-        return;
-    }
-    if let Some(template) = templates::in_metadata(&value) {
-        found(Input::Note(Note {
-            source,
-            text: templates::note(&template),
-            unrendered: true,
-        }));
-        return;
-    }
-    if let Some(api_version) = served_by_no_cluster(&value) {
-        found(Input::Note(Note {
-            source,
-            text: format!(
-                "a kustomize configuration (`apiVersion: {api_version}`), which no cluster \
-                 serves: skipped; what it changes shows in what `kubectl kustomize` renders"
-            ),
-            unrendered: false,
+            text,
+            unrendered,
         }));
         return;
     }
@@ -212,6 +184,40 @@ fn take_object<F: Learn>(
         },
         Some(reason) => found(Input::Unusable(Unusable { source, reason })),
     }
+}
+
+/// What a document is when it is no object for the cluster, said in a note
+/// (and whether a tool renders objects from it): a document without a
+/// `kind` (not a List's item, which takes the List's), a tool's
+/// configuration, a template, a kustomize configuration.
+fn not_an_object(value: &Value, item: bool) -> Option<(String, bool)> {
+    if !item && !value.get("kind").is_some_and(Value::is_string) {
+        let what = crate::refusals::what(value);
+        return Some((
+            format!("not a Kubernetes object ({what}, without a `kind`): skipped"),
+            false,
+        ));
+    }
+    if let Some(config) = tool_config(value) {
+        return Some((
+            format!(
+                "{config} without `metadata`, which every Kubernetes object has: a tool's own \
+                 configuration (a kind cluster's, say), skipped; if it is meant for the cluster, \
+                 give it `metadata.name`"
+            ),
+            false,
+        ));
+    }
+    if let Some(template) = templates::in_metadata(value) {
+        return Some((templates::note(&template), true));
+    }
+    served_by_no_cluster(value).map(|api_version| {
+        let text = format!(
+            "a kustomize configuration (`apiVersion: {api_version}`), which no cluster serves: \
+             skipped; what it changes shows in what `kubectl kustomize` renders"
+        );
+        (text, false)
+    })
 }
 
 /// `kind: Cluster` of `kind.x-k8s.io/v1alpha4`, for an object of another
