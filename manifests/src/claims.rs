@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{Input, Learn, Note, file_source, read_file};
+use super::{Input, Learn, Note, file_source};
 
 /// The names kustomize reads a kustomization from.
 pub const KUSTOMIZATIONS: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -116,16 +116,16 @@ impl Kustomized {
     }
 }
 
-/// Reads `file` unless a tool claims it: a chart is noted once, a
-/// kustomization with what it names; a file a kustomization names is
-/// noted on its own only when that kustomization is not in `kustomized`
+/// Whether a tool claims `file`, which is then not read: a chart is noted
+/// once, a kustomization with what it names; a file a kustomization names
+/// is noted on its own only when that kustomization is not in `kustomized`
 /// (the files read with it), which notes it.
-pub(super) fn read<F: Learn>(
+pub(super) fn claimed<F: Learn>(
     file: &Path,
     claims: &mut Claims,
     kustomized: &Kustomized,
     found: &mut dyn FnMut(Input<F>),
-) {
+) -> bool {
     let name = file.display().to_string();
     let note = |text: String| {
         Input::Note(Note {
@@ -179,8 +179,9 @@ pub(super) fn read<F: Learn>(
                 dir.display()
             )));
         }
-        None => read_file(file, found),
+        None => return false,
     }
+    true
 }
 
 /// `dir` (a real path) as the user named the way to it: relative to the
@@ -380,9 +381,10 @@ mod tests {
             claims.learn(&path);
             let patch = path.with_file_name("patch.yaml");
             let mut notes = Vec::new();
-            read(&patch, &mut claims, &kustomized, &mut |input: Input| {
+            let claimed = claimed(&patch, &mut claims, &kustomized, &mut |input: Input| {
                 notes.push(input)
             });
+            assert!(claimed, "{}", path.display());
             assert!(notes.is_empty(), "{}: {notes:?}", path.display());
         }
         std::fs::remove_dir_all(root).unwrap();

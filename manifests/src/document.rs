@@ -204,12 +204,17 @@ fn document_mark(text: &str, first_line: usize) -> Option<usize> {
     }
     // A document the cut started at its `---` line (`cut::is_marker`),
     // with nothing but a comment after the marker.
+    // The mark first: a document rarely holds one, and then the cut's
+    // own stage is not asked.
     let (first, rest) = text.split_once('\n')?;
+    if !rest.starts_with('\u{feff}') {
+        return None;
+    }
     let marker = cut::is_marker(first, "---") && {
         let after = first[3..].trim();
         after.is_empty() || after.starts_with('#')
     };
-    (marker && rest.starts_with('\u{feff}')).then_some(first.len() + 1)
+    marker.then_some(first.len() + 1)
 }
 
 #[cfg(test)]

@@ -210,13 +210,17 @@ pub fn read_each<F: Learn>(inputs: &[String], search: Search, found: &mut dyn Fn
                 }
             }
             for file in files {
-                if first_time(&file, &mut seen) {
-                    claims::read(&file, &mut claims, &kustomized, found);
+                if first_time(&file, &mut seen)
+                    && !claims::claimed(&file, &mut claims, &kustomized, found)
+                {
+                    read_file(&file, found);
                 }
             }
         } else if first_time(path, &mut seen) {
             let alone = claims::Kustomized::default();
-            claims::read(path, &mut claims, &alone, found);
+            if !claims::claimed(path, &mut claims, &alone, found) {
+                read_file(path, found);
+            }
         }
     }
 }
