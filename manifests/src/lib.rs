@@ -287,7 +287,11 @@ pub fn read_bytes<F: Learn>(file: &str, bytes: &[u8], read: &mut Inputs<F>) {
 }
 
 /// Reads one input, document by document.
-fn read_stream<F: Learn>(file: &str, input: impl Read + Seek, found: &mut dyn FnMut(Input<F>)) {
+fn read_stream<F: Learn>(
+    file: &str,
+    input: impl Read + Seek + Send,
+    found: &mut dyn FnMut(Input<F>),
+) {
     let mut input = BufReader::new(input);
     if let Some(text) = utf16(&mut input) {
         return match text {

@@ -47,7 +47,7 @@ pub(crate) fn scan(input: &mut impl BufRead) -> io::Result<Scan> {
 /// not of a million. (Where the documents of JSON end is known at its end:
 /// it is scanned whole.)
 pub fn read_all<T: Send>(
-    input: &mut (impl BufRead + Seek),
+    input: &mut (impl BufRead + Seek + Send),
     finish: &Finish<'_, T>,
     found: &mut dyn FnMut(T),
 ) -> io::Result<()> {
@@ -60,6 +60,22 @@ pub fn read_all<T: Send>(
     loop {
         // Reading seeks; the cut goes on from where it stopped.
         let resume = scanner.offset();
+        let plain = spans
+            .iter()
+            .all(|span| !span.on_marker && span.items.is_none());
+        if plain && !spans.is_empty() && !scanner.ended {
+            // The cut is serial: it goes on beside the parsing of the
+            // documents it cut before, which needs no input.
+            let texts = texts_of(input, &spans)?;
+            input.seek(SeekFrom::Start(resume))?;
+            let (finished, next) = rayon::join(
+                || parse_plain(&texts, &spans, finish),
+                || scanner.cut(input, CUT_AHEAD),
+            );
+            finished.into_iter().flatten().for_each(&mut *found);
+            spans = next?;
+            continue;
+        }
         let scan = Scan {
             spans,
             json_like: false,
@@ -412,11 +428,33 @@ fn plain_documents<T: Send>(
     finish: &Finish<'_, T>,
     found: &mut dyn FnMut(T),
 ) -> io::Result<()> {
-    let texts = spans
+    let texts = texts_of(input, spans)?;
+    parse_plain(&texts, spans, finish)
+        .into_iter()
+        .flatten()
+        .for_each(found);
+    Ok(())
+}
+
+/// The texts of `spans`, one after the other in the input: read at once.
+fn texts_of(input: &mut (impl Read + Seek), spans: &[Span]) -> io::Result<Vec<String>> {
+    let (Some(first), Some(last)) = (spans.first(), spans.last()) else {
+        return Ok(Vec::new());
+    };
+    let text = text_at(input, first.start, last.end)?;
+    if text.len() as u64 != last.end - first.start {
+        return Err(io::Error::other("the input changed while it was read"));
+    }
+    let at = |offset: u64| (offset - first.start) as usize;
+    Ok(spans
         .iter()
-        .map(|span| text_at(input, span.start, span.end))
-        .collect::<io::Result<Vec<_>>>()?;
-    let finished: Vec<Vec<T>> = texts
+        .map(|span| text[at(span.start)..at(span.end)].to_string())
+        .collect())
+}
+
+/// Documents read whole on the workers, each finished, in their order.
+fn parse_plain<T: Send>(texts: &[String], spans: &[Span], finish: &Finish<'_, T>) -> Vec<Vec<T>> {
+    texts
         .par_iter()
         .zip(spans)
         .map(|(text, span)| {
@@ -424,9 +462,7 @@ fn plain_documents<T: Send>(
             hand_out(parse_whole(text, span), 0, &mut |f| out.extend(finish(f)));
             out
         })
-        .collect();
-    finished.into_iter().flatten().for_each(found);
-    Ok(())
+        .collect()
 }
 
 /// The line of an entry's first content: on its `-` line, or below it
@@ -520,6 +556,38 @@ mod tests {
         let mut found = Vec::new();
         read_all(&mut small, &one, &mut |f| found.push(f)).unwrap();
         assert_eq!(found, whole);
+    }
+
+    /// A long stream of plain documents, whose cut goes on beside the
+    /// parsing of the documents cut before it, reads as it reads cut whole,
+    /// in order.
+    #[test]
+    fn a_plain_stream_cut_beside_its_parsing_reads_as_cut_whole() {
+        let mut text = String::from("# a comment\n");
+        for i in 0..3 * CUT_AHEAD + 5 {
+            match i % 4 {
+                0 => text.push_str(&format!("kind: ConfigMap\nmetadata: {{name: c{i}}}\n")),
+                1 => text.push_str("# nothing\n"),
+                2 => text.push_str(&format!("a: [{i}\n")),
+                _ => text.push_str(&format!("n: {i}\n...\n")),
+            }
+            text.push_str("---\n");
+        }
+        let whole = {
+            let mut input = io::Cursor::new(text.as_bytes());
+            let scan = scan(&mut input).unwrap();
+            let mut found = Vec::new();
+            read(&mut input, &scan, &one, &mut |f| found.push(f)).unwrap();
+            found
+        };
+        assert!(whole.len() > 2 * CUT_AHEAD, "{}", whole.len());
+        for capacity in [7, 8192] {
+            let mut input =
+                io::BufReader::with_capacity(capacity, io::Cursor::new(text.as_bytes()));
+            let mut found = Vec::new();
+            read_all(&mut input, &one, &mut |f| found.push(f)).unwrap();
+            assert_eq!(found, whole, "a reader of {capacity} bytes");
+        }
     }
 
     fn same(text: &str) -> Vec<Found> {
