@@ -188,6 +188,10 @@ mod tests {
             "kind: List\nitems:\n  - a: v1\n   www\n",
             "kind: List\nitems:\n  - a: v1\n   www\n  - b: 1\n",
             "kind: List\nitems:\n  - a: &x v1\n   www\n",
+            // A line break the cut does not see, then column 0.
+            "kind: List\nitems:\n  - a\r%b\n",
+            "kind: List\nitems:\n  - a\u{2028}b: 1\n",
+            "kind: List\nitems:\n  - a\r\n  - b\n",
         ] {
             assert_eq!(cut_agrees(text), Ok(()), "{text:?}");
         }

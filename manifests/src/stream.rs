@@ -300,6 +300,13 @@ fn entries<T: Send>(
                     first_line: *line,
                     content_line,
                 };
+                // A line break the cut does not see (CR alone, NEL, LS,
+                // PS: YAML 1.1's) starts a line at the text's own column 0
+                // inside the entry, which reads otherwise alone than in
+                // its List (found by `fuzz/manifests_cut`): read whole.
+                if breaks_unseen(text) {
+                    return (*i, None);
+                }
                 let finished = entry_json(piece).1.ok().map(|(mut value, json)| {
                     // An item that takes its kind from the list is written
                     // again; one that names its own is as it was read.
@@ -326,6 +333,15 @@ fn entries<T: Send>(
         index += batch.len();
     }
     Ok(Listed::All)
+}
+
+/// Whether `text` breaks a line where the cut, which breaks at LF alone,
+/// does not.
+fn breaks_unseen(text: &str) -> bool {
+    let cr_alone = text
+        .match_indices('\r')
+        .any(|(at, _)| text.as_bytes().get(at + 1) != Some(&b'\n'));
+    cr_alone || text.contains(['\u{85}', '\u{2028}', '\u{2029}'])
 }
 
 /// How many entries of a List are parsed at once.
