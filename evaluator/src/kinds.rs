@@ -1,7 +1,7 @@
 //! What names an object's kind in a request; the facts it is made of are
 //! `policy_core::kinds`.
 
-pub use policy_core::kinds::{group_version, kubernetes_group, namespaced, resource};
+use policy_core::kinds::{group_version, resource};
 
 /// What names an object's kind in a request: its group, version, kind and
 /// resource.

@@ -71,12 +71,6 @@ pub(super) fn names_a_list(object: &serde_json::Map<String, Value>) -> bool {
 /// `apiVersion` and `kind` is of the list's version and kind, as kubectl
 /// reads it.
 pub(super) fn of_the_list(list: &serde_json::Map<String, Value>, item: &mut Value) {
-    let text = |map: &serde_json::Map<String, Value>, field: &str| {
-        map.get(field)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
     let kind = text(list, "kind");
     let (Some(kind), Some(fields)) = (
         kind.strip_suffix("List").filter(|kind| !kind.is_empty()),
@@ -90,6 +84,12 @@ pub(super) fn of_the_list(list: &serde_json::Map<String, Value>, item: &mut Valu
         fields.insert("kind".into(), kind.into());
         fields.insert("apiVersion".into(), text(list, "apiVersion").into());
     }
+}
+
+/// A field's text, `""` where it is missing or no string, as apimachinery's
+/// `GetKind` and `GetAPIVersion` read it.
+fn text<'m>(map: &'m serde_json::Map<String, Value>, field: &str) -> &'m str {
+    map.get(field).and_then(Value::as_str).unwrap_or_default()
 }
 
 /// A document: an object, a list of objects (`List`, or a typed list

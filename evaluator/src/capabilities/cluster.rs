@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use crate::capabilities::{Host, Request, rbac, unanswered};
-use crate::kinds;
+use policy_core::kinds;
 
 use fields::FieldSelector;
 use labels::LabelSelector;

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::cluster::{listed, pruned};
 use super::{Host, Request, unanswered};
-use crate::kinds;
+use policy_core::kinds;
 
 /// A kind as the API server's discovery names it.
 #[derive(Debug, Clone)]

@@ -101,14 +101,14 @@ pub fn annotate(module: &[u8], metadata: &Value) -> Vec<u8> {
 pub fn create(object: Value) -> Value {
     let kind = object["kind"].as_str().unwrap_or_default().to_string();
     let (group, version) =
-        policy_evaluator::kinds::group_version(object["apiVersion"].as_str().unwrap_or_default());
+        policy_core::kinds::group_version(object["apiVersion"].as_str().unwrap_or_default());
     let namespace = object["metadata"]["namespace"].clone();
     serde_json::json!({
         "uid": "test-uid",
         "kind": {"group": group, "version": version, "kind": kind},
-        "resource": {"group": group, "version": version, "resource": policy_evaluator::kinds::resource(&kind)},
+        "resource": {"group": group, "version": version, "resource": policy_core::kinds::resource(&kind)},
         "requestKind": {"group": group, "version": version, "kind": kind},
-        "requestResource": {"group": group, "version": version, "resource": policy_evaluator::kinds::resource(&kind)},
+        "requestResource": {"group": group, "version": version, "resource": policy_core::kinds::resource(&kind)},
         "name": object["metadata"]["name"],
         "namespace": namespace,
         "operation": "CREATE",

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::validation::quote;
-use crate::kinds;
+use policy_core::kinds;
 
 #[derive(Debug)]
 pub(super) struct FieldSelector(Vec<Term>);
