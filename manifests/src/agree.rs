@@ -8,7 +8,7 @@ use std::io;
 use serde_json::Value;
 
 use crate::document::{self, Found};
-use crate::object;
+use crate::list;
 use crate::stream::{read, scan};
 use crate::{Inputs, read_bytes};
 
@@ -72,67 +72,60 @@ pub fn json_agrees(bytes: &[u8]) -> Result<(), String> {
     }
 }
 
-/// Each document as it is parsed: the stage after is left out.
-pub(crate) fn one(found: Found) -> Vec<Found> {
-    vec![found]
+/// Each thing as it is parsed: the stage after is left out.
+pub(crate) fn one(found: Found) -> Option<Found> {
+    Some(found)
 }
 
-/// What the stream hands out, and the same text read whole; a
-/// List's items one by one in both.
+/// What the stream hands out, and the same text read whole, its Lists
+/// handed out as the stream hands them out.
 pub(crate) fn both(text: &str) -> (Vec<Found>, Vec<Found>) {
     let mut input = io::Cursor::new(text.as_bytes());
     let scan = scan(&mut input).unwrap();
     let mut streamed = Vec::new();
     read(&mut input, &scan, &one, &mut |f| streamed.push(f)).unwrap();
-    let whole = document::read(text)
-        .into_iter()
-        .map(|(line, value)| Found::Document(line, value))
-        .collect();
-    (items(streamed), items(whole))
+    let mut whole = Vec::new();
+    for (line, value) in document::read(text) {
+        match value {
+            Ok(value) => list::hand_out(line, value, None, None, 0, &mut |f| whole.push(f)),
+            Err(reason) => whole.push(Found::Unusable {
+                line,
+                item: None,
+                reason,
+            }),
+        }
+    }
+    (as_read_whole(streamed), as_read_whole(whole))
 }
 
-/// Lists as their items, each item's line left out: a whole parse
-/// knows no line of an item (`item_lines` holds them); the JSON the
-/// reader wrote left out too, as a document read whole.
-fn items(found: Vec<Found>) -> Vec<Found> {
+/// Each item's line left out (a whole parse knows no line of an item:
+/// `item_lines` holds them), and the JSON the reader wrote, as a document
+/// read whole.
+fn as_read_whole(found: Vec<Found>) -> Vec<Found> {
     found
         .into_iter()
         .map(|found| match found {
-            Found::Object { line, value, .. } => Found::Document(line, Ok(value)),
-            found => found,
-        })
-        .flat_map(|found| match found {
-            Found::Item { index, value, .. } => vec![Found::Item {
+            Found::Object { line, value, .. } => Found::Object {
+                line,
+                value,
+                json: None,
+            },
+            Found::Item { index, value, .. } => Found::Item {
                 line: 0,
                 index,
                 value,
                 json: None,
-            }],
-
-            Found::Document(line, Ok(Value::Object(mut map)))
-                if object::names_a_list(&map) && map.get("items").is_some_and(Value::is_array) =>
-            {
-                let Some(Value::Array(items)) = map.remove("items") else {
-                    unreachable!()
-                };
-                let _ = line;
-                // As the reader takes each item: of the list's kind where
-                // it names none.
-                items
-                    .into_iter()
-                    .enumerate()
-                    .map(|(index, mut value)| {
-                        object::of_the_list(&map, &mut value);
-                        Found::Item {
-                            line: 0,
-                            index,
-                            value,
-                            json: None,
-                        }
-                    })
-                    .collect()
-            }
-            found => vec![found],
+            },
+            Found::Unusable {
+                item: Some(index),
+                reason,
+                ..
+            } => Found::Unusable {
+                line: 0,
+                item: Some(index),
+                reason,
+            },
+            found => found,
         })
         .collect()
 }
@@ -149,13 +142,18 @@ pub(crate) fn before_errors(found: Vec<Found>) -> Vec<Found> {
         // parse either way, at no line (a template's note is at the
         // document's line, an error at the error's).
         let found = match found {
-            Found::Template(..) | Found::Document(_, Err(_)) => {
-                Found::Document(0, Err("does not parse".to_string()))
-            }
+            Found::Template(..) | Found::Unusable { item: None, .. } => Found::Unusable {
+                line: 0,
+                item: None,
+                reason: "does not parse".to_string(),
+            },
             found => found,
         };
-        if let Found::Document(_, Err(_)) = found {
-            while matches!(kept.last(), Some(Found::Item { .. })) {
+        if let Found::Unusable { item: None, .. } = found {
+            while matches!(
+                kept.last(),
+                Some(Found::Item { .. } | Found::Unusable { item: Some(_), .. })
+            ) {
                 kept.pop();
             }
         }

@@ -251,6 +251,34 @@ pub fn spans(text: &str) -> Vec<Span> {
     spans
 }
 
+/// The line of an entry's first content: on its `-` line, or below it
+/// (`-` alone, then the mapping).
+pub(super) fn content_line(entry: &str, line: usize) -> usize {
+    entry
+        .split_inclusive('\n')
+        .enumerate()
+        .find(|(i, text)| match i {
+            // Its `-` is a space already, or not yet.
+            0 => has_content(text.trim_start().strip_prefix('-').unwrap_or(text)),
+            _ => has_content(text),
+        })
+        .map_or(line, |(i, _)| line + i)
+}
+
+/// The line of each entry's first content; `text` is the document's, from
+/// `start` in the stream.
+pub(super) fn entry_lines(text: &str, start: u64, items: &Items) -> Vec<usize> {
+    (0..items.entries.len())
+        .map(|index| {
+            let (from, to) = items.entry(index);
+            let entry = text
+                .get((from - start) as usize..(to - start) as usize)
+                .unwrap_or_default();
+            content_line(entry, items.entries[index].1)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,34 +13,148 @@
 use serde_json::Value;
 
 use super::cut::{self, Span};
+use super::{list, templates};
 
 /// One document: its value, or why it cannot be read, at a line of the
 /// text.
 pub type Read = (usize, Result<Value, String>);
 
-/// What a file holds, in the order it holds it.
+/// What the parse stage hands to the next: never a List, whose items
+/// come one by one (`list`).
 #[derive(Debug, PartialEq)]
 pub enum Found {
-    /// A document, at its line, or why it cannot be read.
-    Document(usize, Result<Value, String>),
-    /// A document read as `json`, the JSON its reader wrote, which is its
-    /// value's own: written out again nowhere.
+    /// A document's value, at its line; its JSON where the reader wrote it
+    /// and it stands as written.
     Object {
         line: usize,
         value: Value,
-        json: String,
+        json: Option<String>,
     },
-    /// An item of a `List`, read alone: the List's line, and the item's
-    /// place in it; its JSON, where the reader wrote it as it stands.
+    /// An item of a `List`, at the line of its content (or of its List,
+    /// where the cut found no line of its own), and its place in the List.
     Item {
         line: usize,
         index: usize,
         value: Value,
         json: Option<String>,
     },
+    /// What cannot be used, at its line (and its place in a List), and why.
+    Unusable {
+        line: usize,
+        item: Option<usize>,
+        reason: String,
+    },
     /// A document that does not parse and holds template syntax, at its
-    /// line.
-    Template(usize, super::templates::Template),
+    /// line, with the note that says how to render it.
+    Template(usize, String),
+}
+
+/// What becomes of each thing parsed (the next stage), on the worker that
+/// parsed it.
+pub type Finish<'f, T> = dyn Fn(Found) -> Option<T> + Sync + 'f;
+
+/// A document cut whole, parsed and handed to `finish`, on the worker that
+/// parses it: a List's items one by one, from `from` (those before were
+/// handed out already), each at its line in `lines` (the cut's, one for
+/// each entry); a document that does not parse and holds template syntax
+/// as a template, noted at its first content's line.
+pub(super) fn whole<T>(
+    piece: Piece<'_>,
+    lines: Option<&[usize]>,
+    from: usize,
+    finish: &Finish<'_, T>,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    let found = &mut |found| out.extend(finish(found));
+    let (line, value) = yaml_json(piece);
+    match value {
+        Ok((value, json)) => list::hand_out(line, value, Some(json), lines, from, found),
+        Err(reason) => match templates::in_text(piece.text, piece.first_line) {
+            // Noted at the document's line; the note names the syntax's.
+            Some(template) => found(Found::Template(
+                piece.content_line,
+                templates::note(&template),
+            )),
+            None => found(Found::Unusable {
+                line,
+                item: None,
+                reason,
+            }),
+        },
+    }
+    out
+}
+
+/// A text read whole, as `read` reads it (JSON values, or JSON then
+/// YAML), each document handed to `finish`.
+pub(super) fn all<T>(text: &str, finish: &Finish<'_, T>) -> Vec<T> {
+    let mut out = Vec::new();
+    let found = &mut |found| out.extend(finish(found));
+    for (line, value) in read(text) {
+        match value {
+            Ok(value) => list::hand_out(line, value, None, None, 0, found),
+            // Where the document starts is not known here: the line the
+            // error names is a template's when it holds the syntax
+            // (`{{- if .Values.x }}` that opens a chart's template).
+            Err(reason) => {
+                let at = text.lines().nth(line.saturating_sub(1)).unwrap_or_default();
+                found(match templates::in_text(at, line) {
+                    Some(template) => Found::Template(line, templates::note(&template)),
+                    None => Found::Unusable {
+                        line,
+                        item: None,
+                        reason,
+                    },
+                })
+            }
+        }
+    }
+    out
+}
+
+/// The fields of a List kept as a top-level `items:` block sequence, read
+/// without its entries (`piece`, cut around them): `None` if it is no List
+/// whose `items` holds only those entries.
+pub(super) fn list_head(piece: Piece<'_>) -> Option<serde_json::Map<String, Value>> {
+    match yaml_document(piece).1 {
+        Ok(Value::Object(map))
+            if list::names_a_list(&map) && map.get("items") == Some(&Value::Null) =>
+        {
+            Some(map)
+        }
+        _ => None,
+    }
+}
+
+/// An entry of `list`'s `items`, cut from its document, parsed alone as
+/// the document it would be on its own and handed to `finish` as the
+/// List's item at `index`; `None` if it does not read alone as it reads in
+/// its List (the document is then read whole).
+pub(super) fn entry<T>(
+    piece: Piece<'_>,
+    list: &serde_json::Map<String, Value>,
+    index: usize,
+    finish: &Finish<'_, T>,
+) -> Option<Vec<T>> {
+    // A line break the cut does not see (CR alone, NEL, LS, PS: YAML
+    // 1.1's) starts a line at the text's own column 0 inside the entry,
+    // which reads otherwise alone than in its List (found by
+    // `fuzz/manifests_cut`): read whole.
+    if breaks_unseen(piece.text) {
+        return None;
+    }
+    let (value, json) = entry_json(piece).1.ok()?;
+    let item = list::item(list, value, Some(json), piece.content_line, index);
+    Some(finish(item).into_iter().collect())
+}
+
+/// Whether `text` breaks a line where the cut, which breaks at LF alone,
+/// does not.
+fn breaks_unseen(text: &str) -> bool {
+    let cr_alone = text
+        .match_indices('\r')
+        .any(|(at, _)| text.as_bytes().get(at + 1) != Some(&b'\n'));
+    cr_alone || text.contains(['\u{85}', '\u{2028}', '\u{2029}'])
 }
 
 /// Every document of `text`, in order; documents without content (only
@@ -100,7 +214,7 @@ fn line_at(text: &str, offset: usize) -> usize {
 }
 
 /// A document's text, or an entry of a List's: what is parsed at once.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Piece<'t> {
     pub text: &'t str,
     /// The line of the file the piece starts on.
@@ -122,7 +236,7 @@ impl<'t> Piece<'t> {
 /// One document as the JSON the API server reads: a key given twice in a
 /// mapping is refused (as kubectl refuses it), merge keys (`<<`) merged. At
 /// the line of its content, or of what is wrong with it.
-pub(super) fn yaml_document(piece: Piece<'_>) -> Read {
+fn yaml_document(piece: Piece<'_>) -> Read {
     let (line, read) = yaml_json(piece);
     (line, read.map(|(value, _)| value))
 }
@@ -134,7 +248,7 @@ pub(super) fn yaml_json(piece: Piece<'_>) -> (usize, Result<(Value, String), Str
 
 /// `yaml_json` of a List's entry cut from its document: nothing may
 /// follow its node (`yaml::entry_to_json`).
-pub(super) fn entry_json(piece: Piece<'_>) -> (usize, Result<(Value, String), String>) {
+fn entry_json(piece: Piece<'_>) -> (usize, Result<(Value, String), String>) {
     yaml_read(piece, true)
 }
 

@@ -50,9 +50,8 @@ pub fn read_lists(
     for (shape, &line) in lists.iter().zip(&lines) {
         let read = match shape {
             Shape::List(head) => (&mut json).deserialize_map(ListItems { line, head, found }),
-            Shape::Array | Shape::Other => {
-                Value::deserialize(&mut json).map(|v| found(Found::Document(line, Ok(v))))
-            }
+            Shape::Array | Shape::Other => Value::deserialize(&mut json)
+                .map(|value| super::list::hand_out(line, value, None, None, 0, found)),
         };
         if let Err(error) = read {
             // The first pass read it: only the disk can fail now.
@@ -110,7 +109,7 @@ impl<'de> Visitor<'de> for ShapeVisitor {
             }
         }
         Ok(
-            match super::object::names_a_list(&head) && items == 1 && array {
+            match super::list::names_a_list(&head) && items == 1 && array {
                 true => Shape::List(head),
                 false => Shape::Other,
             },
@@ -239,14 +238,8 @@ impl<'de> Visitor<'de> for Items<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut index = 0;
-        while let Some(mut value) = seq.next_element::<Value>()? {
-            super::object::of_the_list(self.head, &mut value);
-            (self.found)(Found::Item {
-                line: self.line,
-                index,
-                value,
-                json: None,
-            });
+        while let Some(value) = seq.next_element::<Value>()? {
+            (self.found)(super::list::item(self.head, value, None, self.line, index));
             index += 1;
         }
         Ok(())
@@ -327,8 +320,16 @@ mod tests {
                     value: json!({"kind": "Secret"}),
                     json: None,
                 },
-                Found::Document(12, Ok(json!({"kind": "ConfigMap"}))),
-                Found::Document(13, Ok(json!([1]))),
+                Found::Object {
+                    line: 12,
+                    value: json!({"kind": "ConfigMap"}),
+                    json: None,
+                },
+                Found::Object {
+                    line: 13,
+                    value: json!([1]),
+                    json: None,
+                },
             ]
         );
         // The same lines as read whole.

@@ -24,6 +24,7 @@ mod claims;
 mod cut;
 mod document;
 mod json;
+mod list;
 mod object;
 mod refusals;
 mod stream;
@@ -84,16 +85,11 @@ pub struct Manifest<F = ()> {
 impl<F: Learn> Manifest<F> {
     /// `object` as read from `source`, or why its user refuses it.
     pub fn new(object: &Value, source: Source) -> Result<Manifest<F>, String> {
-        Ok(Manifest::read(object, None, source, F::learn(object)?))
-    }
-
-    /// `json`, where given, is `object`'s own, as its reader wrote it.
-    fn read(object: &Value, json: Option<String>, source: Source, facts: F) -> Manifest<F> {
-        Manifest {
+        Ok(Manifest {
+            facts: F::learn(object)?,
             source,
-            json: json.unwrap_or_else(|| object.to_string()),
-            facts,
-        }
+            json: object.to_string(),
+        })
     }
 }
 

@@ -19,11 +19,13 @@ pub(crate) use fields::{base64, what};
 /// of Kubernetes' own groups it serves, or a kind of another group, which
 /// is its CRD's business.
 pub(crate) fn served(api_version: &str, kind: &str) -> bool {
-    served::refusal(api_version, kind).is_none()
+    let group_version = policy_core::kinds::group_version(api_version);
+    served::refusal(api_version, group_version, kind).is_none()
 }
 
-/// Why `value` is not a Kubernetes object, if it is not.
-pub(super) fn object_problem(value: &Value) -> Option<String> {
+/// Why `value` is not a Kubernetes object, if it is not; `group` and
+/// `version` are its `apiVersion`'s.
+pub(super) fn object_problem(value: &Value, group: &str, version: &str) -> Option<String> {
     let Some(object) = value.as_object() else {
         return Some(format!("not a Kubernetes object: {}", what(value)));
     };
@@ -31,14 +33,18 @@ pub(super) fn object_problem(value: &Value) -> Option<String> {
     match (text("apiVersion"), text("kind")) {
         (_, None) => Some("not a Kubernetes object: no `kind`".to_string()),
         (None, _) => Some("not a Kubernetes object: no `apiVersion`".to_string()),
-        (Some(api_version), Some(kind)) => {
-            served::refusal(api_version, kind).or_else(|| metadata_problem(value, object))
-        }
+        (Some(api_version), Some(kind)) => served::refusal(api_version, (group, version), kind)
+            .or_else(|| metadata_problem(value, object, group, kind)),
     }
 }
 
 /// Why the API server refuses `value`'s metadata, or the object for it.
-fn metadata_problem(value: &Value, object: &serde_json::Map<String, Value>) -> Option<String> {
+fn metadata_problem(
+    value: &Value,
+    object: &serde_json::Map<String, Value>,
+    group: &str,
+    kind: &str,
+) -> Option<String> {
     let Some(Value::Object(metadata)) = object.get("metadata") else {
         return Some("no `metadata`: an object needs one, with its `metadata.name`".to_string());
     };
@@ -58,14 +64,10 @@ fn metadata_problem(value: &Value, object: &serde_json::Map<String, Value>) -> O
             _ => "no `metadata.name`".to_string(),
         });
     }
-    let api_version = value["apiVersion"].as_str().unwrap_or_default();
-    let (group, _) = policy_core::kinds::group_version(api_version);
-    let kind = value["kind"].as_str().unwrap_or_default();
     strings_only("", metadata)
-        .or_else(|| nested_strings_only(value))
+        .or_else(|| nested_strings_only(value, group))
         .or_else(|| fields::refusal(value))
-        .or_else(|| names::name_refusal(group, kind, value))
-        .or_else(|| names::host_refusal(group, kind, value))
+        .or_else(|| names::refusal(group, kind, value))
 }
 
 /// The API server takes only strings as annotation and label values
@@ -115,8 +117,7 @@ fn strings_only(at: &str, metadata: &serde_json::Map<String, Value>) -> Option<S
 /// object's own (`sidecar.istio.io/inject: false` in a pod template is
 /// refused as it is at the top). A custom resource's schema is its CRD's,
 /// which the check does not know.
-fn nested_strings_only(object: &Value) -> Option<String> {
-    let (group, _) = policy_core::kinds::group_version(object["apiVersion"].as_str()?);
+fn nested_strings_only(object: &Value, group: &str) -> Option<String> {
     if !policy_core::kinds::kubernetes_group(group) {
         return None;
     }

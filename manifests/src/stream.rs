@@ -14,14 +14,10 @@
 
 use std::io::{self, BufRead, Read, Seek, SeekFrom};
 
-use rayon::prelude::*;
-use serde_json::Value;
-
-use super::cut::{Cutter, Items, Span, has_content};
-use super::document::{self, Found, Piece, entry_json, yaml_document, yaml_json};
+use super::cut::{self, Cutter, Span};
+use super::document::{self, Finish, Found, Piece};
 use super::json;
-use super::object;
-use super::templates;
+use rayon::prelude::*;
 
 /// What a first pass over a stream's lines found.
 #[derive(Debug)]
@@ -158,10 +154,6 @@ impl Scanner {
     }
 }
 
-/// What becomes of each document or item once parsed (the next stage),
-/// on the worker that parsed it.
-pub type Finish<'f, T> = dyn Fn(Found) -> Vec<T> + Sync + 'f;
-
 /// Hands out every document of `input`, as `scan` cut it, each finished
 /// by `finish`.
 pub fn read<T: Send>(
@@ -170,27 +162,15 @@ pub fn read<T: Send>(
     finish: &Finish<'_, T>,
     found: &mut dyn FnMut(T),
 ) -> io::Result<()> {
-    let mut finished = |f: Found| finish(f).into_iter().for_each(&mut *found);
     if scan.json_like {
+        let mut finished = |f: Found| finish(f).into_iter().for_each(&mut *found);
         if scan.depth.deepest <= json::STREAMED_DEPTH && json::read_lists(input, &mut finished)? {
             return Ok(());
         }
         // JSON without Lists, or JSON then YAML: read whole, as
         // `documents` decides.
         let text = text_at(input, 0, u64::MAX)?;
-        for (line, value) in document::read(&text) {
-            // Where the document starts is not known here: the line the
-            // error names is a template's when it holds the syntax
-            // (`{{- if .Values.x }}` that opens a chart's template).
-            let at = |line: usize| {
-                let text = text.lines().nth(line.saturating_sub(1)).unwrap_or_default();
-                templates::in_text(text, line)
-            };
-            match value.is_err().then(|| at(line)) {
-                Some(Some(template)) => finished(Found::Template(line, template)),
-                _ => finished(Found::Document(line, value)),
-            }
-        }
+        document::all(&text, finish).into_iter().for_each(found);
         return Ok(());
     }
     let mut next = 0;
@@ -212,14 +192,13 @@ pub fn read<T: Send>(
         if span.on_marker {
             // kubectl's reader takes such a line for a broken separator,
             // and refuses the document (with the one before it).
-            finish(Found::Document(
-                span.first_line,
-                Err(
-                    "content on the `---` line, which kubectl refuses as an invalid document \
-                     separator: start the document on the next line"
-                        .to_string(),
-                ),
-            ))
+            finish(Found::Unusable {
+                line: span.first_line,
+                item: None,
+                reason: "content on the `---` line, which kubectl refuses as an invalid \
+                         document separator: start the document on the next line"
+                    .to_string(),
+            })
             .into_iter()
             .for_each(&mut *found);
             continue;
@@ -258,18 +237,13 @@ fn entries<T: Send>(
     };
     let mut around = text_at(input, span.start, items.start())?;
     around.push_str(&text_at(input, items.end, span.end)?);
-    let around = yaml_document(Piece {
+    let head = document::list_head(Piece {
         text: &around,
         first_line: span.first_line,
         content_line: span.content_line,
     });
-    let list = match &around.1 {
-        Ok(Value::Object(map))
-            if object::names_a_list(map) && map.get("items") == Some(&Value::Null) =>
-        {
-            map
-        }
-        _ => return Ok(Listed::No),
+    let Some(list) = head else {
+        return Ok(Listed::No);
     };
     input.seek(SeekFrom::Start(items.start()))?;
     // The entries are parsed a batch at a time on the workers (a dump is a
@@ -294,34 +268,12 @@ fn entries<T: Send>(
         let finished: Vec<(usize, Option<Vec<T>>)> = batch
             .par_iter()
             .map(|(i, text, line)| {
-                let content_line = content_line(text, *line);
                 let piece = Piece {
                     text,
                     first_line: *line,
-                    content_line,
+                    content_line: cut::content_line(text, *line),
                 };
-                // A line break the cut does not see (CR alone, NEL, LS,
-                // PS: YAML 1.1's) starts a line at the text's own column 0
-                // inside the entry, which reads otherwise alone than in
-                // its List (found by `fuzz/manifests_cut`): read whole.
-                if breaks_unseen(text) {
-                    return (*i, None);
-                }
-                let finished = entry_json(piece).1.ok().map(|(mut value, json)| {
-                    // An item that takes its kind from the list is written
-                    // again; one that names its own is as it was read.
-                    let before = value.as_object().map(serde_json::Map::len);
-                    object::of_the_list(list, &mut value);
-                    let json =
-                        (value.as_object().map(serde_json::Map::len) == before).then_some(json);
-                    finish(Found::Item {
-                        line: content_line,
-                        index: *i,
-                        value,
-                        json,
-                    })
-                });
-                (*i, finished)
+                (*i, document::entry(piece, &list, *i, finish))
             })
             .collect();
         for (i, finished) in finished {
@@ -333,15 +285,6 @@ fn entries<T: Send>(
         index += batch.len();
     }
     Ok(Listed::All)
-}
-
-/// Whether `text` breaks a line where the cut, which breaks at LF alone,
-/// does not.
-fn breaks_unseen(text: &str) -> bool {
-    let cr_alone = text
-        .match_indices('\r')
-        .any(|(at, _)| text.as_bytes().get(at + 1) != Some(&b'\n'));
-    cr_alone || text.contains(['\u{85}', '\u{2028}', '\u{2029}'])
 }
 
 /// How many entries of a List are parsed at once.
@@ -357,83 +300,26 @@ fn whole<T: Send>(
     found: &mut dyn FnMut(T),
 ) -> io::Result<()> {
     let text = text_at(input, span.start, span.end)?;
-    hand_out(parse_whole(&text, span), from, &mut |f| {
-        finish(f).into_iter().for_each(&mut *found)
-    });
+    parse_whole(&text, span, from, finish)
+        .into_iter()
+        .for_each(found);
     Ok(())
 }
 
-/// A document read whole, before it is handed out.
-enum Parsed {
-    /// Template syntax that does not parse, noted at the document's line.
-    Template(usize, templates::Template),
-    Read {
-        line: usize,
-        value: Result<(Value, String), String>,
-        /// Each entry's line, where the cut found as many as the List holds.
-        lines: Option<Vec<usize>>,
-    },
-}
-
-/// Parses the document of `span`, its `text`: what the workers do, each
-/// for a document of their own.
-fn parse_whole(text: &str, span: &Span) -> Parsed {
-    let (line, value) = yaml_json(Piece {
-        text,
-        first_line: span.first_line,
-        content_line: span.content_line,
-    });
-    if value.is_err()
-        && let Some(template) = templates::in_text(text, span.first_line)
-    {
-        // Noted at the document's line; the note names the syntax's.
-        return Parsed::Template(span.content_line, template);
-    }
+/// Parses the document of `span`, its `text`, and finishes what it holds
+/// from its List entry `from`: what the workers do, each for a document of
+/// their own.
+fn parse_whole<T>(text: &str, span: &Span, from: usize, finish: &Finish<'_, T>) -> Vec<T> {
     let lines = span
         .items
         .as_ref()
-        .map(|items| entry_lines(text, span.start, items));
-    Parsed::Read { line, value, lines }
-}
-
-/// Hands out a document read whole, or the entries of its `items` from
-/// `from`.
-fn hand_out(parsed: Parsed, from: usize, found: &mut dyn FnMut(Found)) {
-    let (line, value, lines) = match parsed {
-        Parsed::Template(line, template) => return found(Found::Template(line, template)),
-        Parsed::Read { line, value, lines } => (line, value, lines),
+        .map(|items| cut::entry_lines(text, span.start, items));
+    let piece = Piece {
+        text,
+        first_line: span.first_line,
+        content_line: span.content_line,
     };
-    let listed = |map: &serde_json::Map<String, Value>| {
-        object::names_a_list(map)
-            && match (map.get("items"), &lines) {
-                (Some(Value::Array(items)), Some(lines)) => items.len() == lines.len(),
-                _ => false,
-            }
-    };
-    match value {
-        Ok((Value::Object(mut map), _)) if from > 0 || listed(&map) => match map.remove("items") {
-            Some(Value::Array(items)) => {
-                let lines = lines.filter(|lines| lines.len() == items.len());
-                for (index, mut value) in items.into_iter().enumerate().skip(from) {
-                    let line = lines.as_ref().map_or(line, |lines| lines[index]);
-                    object::of_the_list(&map, &mut value);
-                    let json = None;
-                    found(Found::Item {
-                        line,
-                        index,
-                        value,
-                        json,
-                    });
-                }
-            }
-            other => {
-                map.extend(other.map(|items| ("items".to_string(), items)));
-                found(Found::Document(line, Ok(Value::Object(map))));
-            }
-        },
-        Ok((value, json)) => found(Found::Object { line, value, json }),
-        Err(reason) => found(Found::Document(line, Err(reason))),
-    }
+    document::whole(piece, lines.as_deref(), from, finish)
 }
 
 /// Reads the documents of `spans`, none of which needs reading entry by
@@ -473,39 +359,7 @@ fn parse_plain<T: Send>(texts: &[String], spans: &[Span], finish: &Finish<'_, T>
     texts
         .par_iter()
         .zip(spans)
-        .map(|(text, span)| {
-            let mut out = Vec::new();
-            hand_out(parse_whole(text, span), 0, &mut |f| out.extend(finish(f)));
-            out
-        })
-        .collect()
-}
-
-/// The line of an entry's first content: on its `-` line, or below it
-/// (`-` alone, then the mapping).
-fn content_line(entry: &str, line: usize) -> usize {
-    entry
-        .split_inclusive('\n')
-        .enumerate()
-        .find(|(i, text)| match i {
-            // Its `-` is a space already, or not yet.
-            0 => has_content(text.trim_start().strip_prefix('-').unwrap_or(text)),
-            _ => has_content(text),
-        })
-        .map_or(line, |(i, _)| line + i)
-}
-
-/// The line of each entry's first content; `text` is the document's, from
-/// `start` in the stream.
-fn entry_lines(text: &str, start: u64, items: &Items) -> Vec<usize> {
-    (0..items.entries.len())
-        .map(|index| {
-            let (from, to) = items.entry(index);
-            let entry = text
-                .get((from - start) as usize..(to - start) as usize)
-                .unwrap_or_default();
-            content_line(entry, items.entries[index].1)
-        })
+        .map(|(text, span)| parse_whole(text, span, 0, finish))
         .collect()
 }
 
@@ -652,7 +506,7 @@ mod tests {
             let mut lines = Vec::new();
             read(&mut input, &scan, &one, &mut |found| match found {
                 Found::Item { line, .. } => lines.push(line),
-                Found::Document(_, value) => assert!(value.is_ok()),
+                Found::Unusable { reason, .. } => panic!("{reason}"),
                 Found::Object { .. } => {}
                 Found::Template(..) => panic!("no template here"),
             })
@@ -697,7 +551,7 @@ mod tests {
         assert_eq!(found.len(), 3);
         assert!(matches!(
             &same("kind: List\nitems:\n- a: 1\n  a: 2\n")[0],
-            Found::Document(_, Err(e)) if e.contains("the key \"a\" is given twice")
+            Found::Unusable { reason, .. } if reason.contains("the key \"a\" is given twice")
         ));
     }
 
@@ -708,7 +562,7 @@ mod tests {
         let found = same("a: 1\n---\n\u{feff}b: {c: 2}\n---\nd: 3\n");
         assert_eq!(found.len(), 3, "{found:?}");
         assert!(
-            matches!(&found[1], Found::Document(3, Ok(v)) if v["b"]["c"] == 2),
+            matches!(&found[1], Found::Object { line: 3, value, .. } if value["b"]["c"] == 2),
             "{found:?}"
         );
         same(
@@ -732,7 +586,11 @@ mod tests {
         ] {
             let found = same(&text);
             assert!(
-                matches!(&found[..], [.., Found::Document(1 | 2, Err(e))] if e.starts_with("nested more than 128")),
+                matches!(
+                    &found[..],
+                    [.., Found::Unusable { line: 1 | 2, reason, .. }]
+                        if reason.starts_with("nested more than 128")
+                ),
                 "{found:?}"
             );
         }

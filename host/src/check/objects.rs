@@ -252,20 +252,12 @@ const NOT_COPIED: [&str; 6] = [
     "deprecated.deployment.rollback.to",
 ];
 
-/// The ownerReference of `object` that names its controller.
-fn controller_of_object(object: &Value) -> Option<&Value> {
-    object["metadata"]["ownerReferences"]
-        .as_array()?
-        .iter()
-        .find(|owner| owner["controller"] == true)
-}
-
 /// The object of the input as admitted, then each object made from it.
 /// `owners`: the controllers the input's objects name.
 pub fn candidates(manifest: Value, admission: &Admission, owners: &Owners) -> Vec<Candidate> {
     // Made by a controller already, or its children are in the input.
-    let made_already =
-        controller_of_object(&manifest).is_some() || owners.own_children_in_input(&manifest);
+    let made_already = owners::controller_of_object(&manifest).is_some()
+        || owners.own_children_in_input(&manifest);
     let object = admitted(manifest, admission);
     let mut out = vec![Candidate {
         object,

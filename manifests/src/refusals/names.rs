@@ -50,9 +50,16 @@ fn longest(group: &str, kind: &str) -> Option<usize> {
     }
 }
 
+/// Why the API server refuses the names `object`, of `kind` in `group`,
+/// holds: its own (`name_refusal`), or an Ingress's hosts
+/// (`host_refusal`).
+pub fn refusal(group: &str, kind: &str, object: &Value) -> Option<String> {
+    name_refusal(group, kind, object).or_else(|| host_refusal(group, kind, object))
+}
+
 /// Why the API server refuses the name, the `generateName` or the
 /// namespace of `object`, of `kind` in `group`.
-pub fn name_refusal(group: &str, kind: &str, object: &Value) -> Option<String> {
+fn name_refusal(group: &str, kind: &str, object: &Value) -> Option<String> {
     let metadata = &object["metadata"];
     let rule = rule(group, kind);
     let a = match kind.starts_with(['A', 'E', 'I', 'O', 'U']) {
@@ -128,7 +135,7 @@ pub fn key_refusal(field: &str, key: &str, value: &str) -> Option<String> {
 /// `validateIngressTLS`, pkg/apis/networking/validation, v1.37.2): each
 /// rule's `host` and each TLS entry's `hosts` a DNS-1123 subdomain, or one
 /// after `*.`; a rule's host no IP address.
-pub fn host_refusal(group: &str, kind: &str, object: &Value) -> Option<String> {
+fn host_refusal(group: &str, kind: &str, object: &Value) -> Option<String> {
     if (group, kind) != ("networking.k8s.io", "Ingress") {
         return None;
     }

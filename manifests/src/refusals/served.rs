@@ -90,7 +90,7 @@ fn release() -> &'static str {
 /// has not (spelt otherwise, or misspelt), a version it does not have. An
 /// object of a group that is not Kubernetes' own (a custom resource) is
 /// the business of its CRD: `None`.
-pub fn refusal(api_version: &str, kind: &str) -> Option<String> {
+pub fn refusal(api_version: &str, (group, version): (&str, &str), kind: &str) -> Option<String> {
     if let Some((_, _, removed, instead)) = GONE
         .iter()
         .find(|(version, gone, ..)| *version == api_version && *gone == kind)
@@ -101,7 +101,6 @@ pub fn refusal(api_version: &str, kind: &str) -> Option<String> {
         ));
     }
     let served = &*SERVED;
-    let (group, version) = group_version(api_version);
     let release = served.release;
     let no_versions = BTreeMap::new();
     // A group may serve nothing any more (`extensions`).
@@ -176,10 +175,14 @@ fn api_version_of(group: &str, version: &str) -> String {
 mod tests {
     use super::*;
 
+    fn refusal_of(api_version: &str, kind: &str) -> Option<String> {
+        refusal(api_version, group_version(api_version), kind)
+    }
+
     #[test]
     fn a_kind_removed_with_its_type_is_named_gone() {
         for api_version in ["policy/v1beta1", "extensions/v1beta1"] {
-            let said = refusal(api_version, "PodSecurityPolicy").unwrap();
+            let said = refusal_of(api_version, "PodSecurityPolicy").unwrap();
             assert!(
                 said.starts_with(&format!(
                     "`{api_version}` PodSecurityPolicy is no longer served: Kubernetes 1.25 \
@@ -188,7 +191,7 @@ mod tests {
                 "{said}"
             );
         }
-        assert!(refusal("policy/v1", "PodSecurityPolicy").is_some());
+        assert!(refusal_of("policy/v1", "PodSecurityPolicy").is_some());
     }
 
     #[test]
@@ -200,12 +203,12 @@ mod tests {
             ("batch/v1", "CronJob"),
             ("networking.k8s.io/v1", "Ingress"),
         ] {
-            assert_eq!(refusal(api_version, kind), None, "{api_version} {kind}");
+            assert_eq!(refusal_of(api_version, kind), None, "{api_version} {kind}");
         }
         // Custom resources, and Kubernetes' own CRDs, are their CRD's.
-        assert_eq!(refusal("example.com/v1", "Widget"), None);
+        assert_eq!(refusal_of("example.com/v1", "Widget"), None);
         assert_eq!(
-            refusal("policies.kubewarden.io/v1", "ClusterAdmissionPolicy"),
+            refusal_of("policies.kubewarden.io/v1", "ClusterAdmissionPolicy"),
             None
         );
         for (api_version, kind, refusal_text) in [
@@ -241,7 +244,7 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                refusal(api_version, kind).as_deref(),
+                refusal_of(api_version, kind).as_deref(),
                 Some(refusal_text),
                 "{api_version} {kind}"
             );

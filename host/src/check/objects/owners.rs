@@ -5,8 +5,6 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::controller_of_object;
-
 /// The owners that objects of the input name as their controller: a
 /// cluster dump holds a Deployment's ReplicaSets and their Pods, which the
 /// check must not make again. Fingerprints, not uids and names: eight
@@ -86,6 +84,14 @@ impl Owner {
             )),
         })
     }
+}
+
+/// The ownerReference of `object` that names its controller.
+pub(super) fn controller_of_object(object: &Value) -> Option<&Value> {
+    object["metadata"]["ownerReferences"]
+        .as_array()?
+        .iter()
+        .find(|owner| owner["controller"] == true)
 }
 
 /// What stands for a name where the input's names by the million are
