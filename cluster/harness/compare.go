@@ -47,6 +47,9 @@ var differenceTests = map[string]func(c compared, f fileFacts) bool{
 		m := unservedKind.FindStringSubmatch(c.server.message)
 		return judged(c.check) && m != nil && customGroup(m[1])
 	},
+	"crd-schema": func(c compared, f fileFacts) bool {
+		return judged(c.check) && c.server.class == refused && crdSchemaRefusal(c.server.message)
+	},
 	"duplicate-key": func(c compared, f fileFacts) bool {
 		// The API server takes the last value, then its webhook judges it.
 		return c.check.class == refused && strings.Contains(c.check.message, "is given twice") &&
@@ -92,6 +95,38 @@ func judged(o outcome) bool {
 // `gateway.networking.k8s.io` is one, though it lies under `k8s.io`.
 func customGroup(group string) bool {
 	return group != "" && !scheme.Scheme.IsGroupRegistered(group)
+}
+
+// invalid is the API server's refusal of an object it validated, as the
+// oracle keeps it (`Widget "w" is invalid: spec.size: Invalid value: ...`;
+// the kind qualified by its group where the message comes whole).
+var invalid = regexp.MustCompile(`^(\S+) "[^"]*" is invalid: `)
+
+// crdSchemaRefusal: a refusal by a custom resource's schema, which check
+// does not know: the API server found invalid an object of a kind no
+// group of the pinned release has (or of a custom group, where the
+// message names it), or refused a field it does not know (`strict decoding
+// error`; check refuses such a field of Kubernetes' own kinds itself, so
+// an object it judged and the server refused so is a custom resource).
+func crdSchemaRefusal(message string) bool {
+	if m := invalid.FindStringSubmatch(message); m != nil {
+		kind, group, qualified := strings.Cut(m[1], ".")
+		if qualified {
+			return customGroup(group)
+		}
+		return customKind(kind)
+	}
+	return strings.Contains(message, "strict decoding error: unknown field")
+}
+
+// customKind: a kind no group of the pinned release's client-go scheme has.
+func customKind(kind string) bool {
+	for gvk := range scheme.Scheme.AllKnownTypes() {
+		if gvk.Kind == kind {
+			return false
+		}
+	}
+	return true
 }
 
 // crOnly: lines end with CR alone.

@@ -35,3 +35,28 @@ func TestDuplicateKeyCoversARejection(t *testing.T) {
 		t.Error("duplicate-key names an object the server never read")
 	}
 }
+
+// The crd-schema row names a custom resource's schema refusal, and not the
+// refusal of one of Kubernetes' own kinds, nor an object check refused.
+func TestCRDSchemaIsACustomGroupsRefusal(t *testing.T) {
+	test := differenceTests["crd-schema"]
+	judgedByCheck := outcome{class: accepted}
+	for message, named := range map[string]bool{
+		`Widget.example.com "w" is invalid: spec.size: Invalid value: "string": spec.size in body must be of type integer: "string"`: true,
+		`HTTPRoute "r" is invalid: spec.parentRefs: Required value`:                                                                  true,
+		`Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.bogus"`:                    true,
+		`Deployment.apps "d" is invalid: spec.template.spec.containers: Required value`:                                              false,
+		`Pod "p" is invalid: spec.containers: Required value`:                                                                        false,
+		`Ingress "i" is invalid: spec.rules[0].host: Invalid value: "1.2.3.4": must be a DNS name, not an IP address`:                false,
+	} {
+		server := outcome{class: refused, message: message}
+		if got := test(compared{check: judgedByCheck, server: server}, fileFacts{}); got != named {
+			t.Errorf("crd-schema on %q: %v, want %v", message, got, named)
+		}
+	}
+	refusedByCheck := outcome{class: refused, message: "`spec.bogus` is no field of Deployment"}
+	server := outcome{class: refused, message: `Widget.example.com "w" is invalid: spec: Required value`}
+	if test(compared{check: refusedByCheck, server: server}, fileFacts{}) {
+		t.Error("crd-schema names an object check refused")
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -406,7 +407,28 @@ func (h *harness) liveControlPlane(namespaces []string) error {
 			return err
 		}
 	}
+	if err := h.installMeterCRD(); err != nil {
+		return err
+	}
 	return h.registerExample()
+}
+
+//go:embed meter-crd.yaml
+var meterCRD string
+
+// installMeterCRD creates the control plane's one CRD and waits until the
+// API server serves its kind.
+func (h *harness) installMeterCRD() error {
+	if _, err := h.kubectlIn(meterCRD, "create", "-f", "-"); err != nil {
+		return fmt.Errorf("the Meter CRD: %w", err)
+	}
+	return eventually(30*time.Second, func() error {
+		out, err := h.kubectl("get", "meters.schemas.example.org", "-A")
+		if err != nil {
+			return fmt.Errorf("the API server serves no Meter yet: %s", strings.TrimSpace(out))
+		}
+		return nil
+	})
 }
 
 // registerExample serves the example policy (policy-runner serve
