@@ -52,6 +52,26 @@ pub fn group_version(api_version: &str) -> (&str, &str) {
     api_version.split_once('/').unwrap_or(("", api_version))
 }
 
+/// What an object's `apiVersion` names, found once for all who ask: its
+/// group and version, and whether the group is Kubernetes' own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApiVersion<'a> {
+    pub group: &'a str,
+    pub version: &'a str,
+    pub kubernetes: bool,
+}
+
+impl<'a> ApiVersion<'a> {
+    pub fn of(api_version: &'a str) -> ApiVersion<'a> {
+        let (group, version) = group_version(api_version);
+        ApiVersion {
+            group,
+            version,
+            kubernetes: kubernetes_group(group),
+        }
+    }
+}
+
 /// The resource (plural) of a kind, as the API server names it: the
 /// lower-cased kind, made plural by Kubernetes' own guess
 /// (`meta.UnsafeGuessKindToResource`), but for the kinds it gets wrong.
@@ -74,6 +94,23 @@ pub fn resource(kind: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An `apiVersion`'s group and version, and whether the group is
+    /// Kubernetes' own, at once.
+    #[test]
+    fn what_an_api_version_names() {
+        let of = |text| {
+            let api = ApiVersion::of(text);
+            (api.group, api.version, api.kubernetes)
+        };
+        assert_eq!(of("v1"), ("", "v1", true));
+        assert_eq!(of("apps/v1"), ("apps", "v1", true));
+        assert_eq!(
+            of("gateway.networking.k8s.io/v1"),
+            ("gateway.networking.k8s.io", "v1", true)
+        );
+        assert_eq!(of("example.com/v1"), ("example.com", "v1", false));
+    }
 
     #[test]
     fn api_versions_name_group_and_version() {

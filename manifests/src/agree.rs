@@ -7,7 +7,7 @@ use std::io;
 
 use serde_json::Value;
 
-use crate::document::{self, Found};
+use crate::document::{self, Finish, Found};
 use crate::list;
 use crate::stream::{read, scan};
 use crate::{Inputs, read_bytes};
@@ -73,8 +73,12 @@ pub fn json_agrees(bytes: &[u8]) -> Result<(), String> {
 }
 
 /// Each thing as it is parsed: the stage after is left out.
-pub(crate) fn one(found: Found) -> Option<Found> {
-    Some(found)
+pub(crate) struct One;
+
+impl Finish<Found> for One {
+    fn finish(&self, found: Found) -> Option<Found> {
+        Some(found)
+    }
 }
 
 /// What the stream hands out, and the same text read whole, its Lists
@@ -83,11 +87,11 @@ pub(crate) fn both(text: &str) -> (Vec<Found>, Vec<Found>) {
     let mut input = io::Cursor::new(text.as_bytes());
     let scan = scan(&mut input).unwrap();
     let mut streamed = Vec::new();
-    read(&mut input, &scan, &one, &mut |f| streamed.push(f)).unwrap();
+    read(&mut input, &scan, &One, &mut |f| streamed.push(f)).unwrap();
     let mut whole = Vec::new();
     for (line, value) in document::read(text) {
         match value {
-            Ok(value) => list::hand_out(line, value, None, None, 0, &mut |f| whole.push(f)),
+            Ok(value) => whole.extend(list::hand_out(line, value, None, None, 0, &One)),
             Err(reason) => whole.push(Found::Unusable {
                 line,
                 item: None,
@@ -152,7 +156,7 @@ pub(crate) fn before_errors(found: Vec<Found>) -> Vec<Found> {
         if let Found::Unusable { item: None, .. } = found {
             while matches!(
                 kept.last(),
-                Some(Found::Item { .. } | Found::Unusable { item: Some(_), .. })
+                Some(Found::Item { .. } | Found::Unusable { item: Some(_), .. } | Found::Note(..))
             ) {
                 kept.pop();
             }

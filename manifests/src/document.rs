@@ -47,11 +47,17 @@ pub enum Found {
     /// A document that does not parse and holds template syntax, at its
     /// line, with the note that says how to render it.
     Template(usize, String),
+    /// What a user is told of a document, at its line, besides what it
+    /// holds.
+    Note(usize, String),
 }
 
-/// What becomes of each thing parsed (the next stage), on the worker that
-/// parsed it.
-pub type Finish<'f, T> = dyn Fn(Found) -> Option<T> + Sync + 'f;
+/// The stage after parsing: what each thing parsed becomes, on the worker
+/// that parsed it (`object::Take`, or the thing itself where the parse is
+/// tested alone).
+pub trait Finish<T>: Sync {
+    fn finish(&self, found: Found) -> Option<T>;
+}
 
 /// A document cut whole, parsed and handed to `finish`, on the worker that
 /// parses it: a List's items one by one, from `from` (those before were
@@ -62,50 +68,45 @@ pub(super) fn whole<T>(
     piece: Piece<'_>,
     lines: Option<&[usize]>,
     from: usize,
-    finish: &Finish<'_, T>,
+    finish: &dyn Finish<T>,
 ) -> Vec<T> {
-    let mut out = Vec::new();
-    let found = &mut |found| out.extend(finish(found));
     let (line, value) = yaml_json(piece);
-    match value {
-        Ok((value, json)) => list::hand_out(line, value, Some(json), lines, from, found),
+    let found = match value {
+        Ok((value, json)) => return list::hand_out(line, value, Some(json), lines, from, finish),
         Err(reason) => match templates::in_text(piece.text, piece.first_line) {
             // Noted at the document's line; the note names the syntax's.
-            Some(template) => found(Found::Template(
-                piece.content_line,
-                templates::note(&template),
-            )),
-            None => found(Found::Unusable {
+            Some(template) => Found::Template(piece.content_line, templates::note(&template)),
+            None => Found::Unusable {
                 line,
                 item: None,
                 reason,
-            }),
+            },
         },
-    }
-    out
+    };
+    finish.finish(found).into_iter().collect()
 }
 
 /// A text read whole, as `read` reads it (JSON values, or JSON then
 /// YAML), each document handed to `finish`.
-pub(super) fn all<T>(text: &str, finish: &Finish<'_, T>) -> Vec<T> {
+pub(super) fn all<T>(text: &str, finish: &dyn Finish<T>) -> Vec<T> {
     let mut out = Vec::new();
-    let found = &mut |found| out.extend(finish(found));
     for (line, value) in read(text) {
         match value {
-            Ok(value) => list::hand_out(line, value, None, None, 0, found),
+            Ok(value) => out.extend(list::hand_out(line, value, None, None, 0, finish)),
             // Where the document starts is not known here: the line the
             // error names is a template's when it holds the syntax
             // (`{{- if .Values.x }}` that opens a chart's template).
             Err(reason) => {
                 let at = text.lines().nth(line.saturating_sub(1)).unwrap_or_default();
-                found(match templates::in_text(at, line) {
+                let found = match templates::in_text(at, line) {
                     Some(template) => Found::Template(line, templates::note(&template)),
                     None => Found::Unusable {
                         line,
                         item: None,
                         reason,
                     },
-                })
+                };
+                out.extend(finish.finish(found));
             }
         }
     }
@@ -113,14 +114,18 @@ pub(super) fn all<T>(text: &str, finish: &Finish<'_, T>) -> Vec<T> {
 }
 
 /// The fields of a List kept as a top-level `items:` block sequence, read
-/// without its entries (`piece`, cut around them): `None` if it is no List
-/// whose `items` holds only those entries.
-pub(super) fn list_head(piece: Piece<'_>) -> Option<serde_json::Map<String, Value>> {
-    match yaml_document(piece).1 {
-        Ok(Value::Object(map))
+/// without its entries (`piece`, cut around them), and what its user is
+/// told of it (`list::note`): `None` if it is no List whose `items` holds
+/// only those entries.
+pub(super) fn list_head(
+    piece: Piece<'_>,
+) -> Option<(serde_json::Map<String, Value>, Option<Found>)> {
+    match yaml_document(piece) {
+        (line, Ok(Value::Object(map)))
             if list::names_a_list(&map) && map.get("items") == Some(&Value::Null) =>
         {
-            Some(map)
+            let note = list::note(line, &map);
+            Some((map, note))
         }
         _ => None,
     }
@@ -129,13 +134,14 @@ pub(super) fn list_head(piece: Piece<'_>) -> Option<serde_json::Map<String, Valu
 /// An entry of `list`'s `items`, cut from its document, parsed alone as
 /// the document it would be on its own and handed to `finish` as the
 /// List's item at `index`; `None` if it does not read alone as it reads in
-/// its List (the document is then read whole).
+/// its List (the document is then read whole), `Some` of what `finish`
+/// made of it otherwise.
 pub(super) fn entry<T>(
     piece: Piece<'_>,
     list: &serde_json::Map<String, Value>,
     index: usize,
-    finish: &Finish<'_, T>,
-) -> Option<Vec<T>> {
+    finish: &dyn Finish<T>,
+) -> Option<Option<T>> {
     // A line break the cut does not see (CR alone, NEL, LS, PS: YAML
     // 1.1's) starts a line at the text's own column 0 inside the entry,
     // which reads otherwise alone than in its List (found by
@@ -144,8 +150,14 @@ pub(super) fn entry<T>(
         return None;
     }
     let (value, json) = entry_json(piece).1.ok()?;
-    let item = list::item(list, value, Some(json), piece.content_line, index);
-    Some(finish(item).into_iter().collect())
+    Some(list::item(
+        list,
+        value,
+        Some(json),
+        piece.content_line,
+        index,
+        finish,
+    ))
 }
 
 /// Whether `text` breaks a line where the cut, which breaks at LF alone,

@@ -16,15 +16,17 @@ use serde::de::{
 };
 use serde_json::Value;
 
-use super::document::Found;
+use super::document::Finish;
+use super::list;
 
 /// Reads the JSON values of `input` (from its start) if some are Lists to
 /// hand out item by item; `false` when none is, or the input is not JSON
 /// values alone, and nothing was handed out. `input` nests no deeper
 /// than `STREAMED_DEPTH` (`Depth`).
-pub fn read_lists(
+pub fn read_lists<T>(
     input: &mut (impl BufRead + Seek),
-    found: &mut dyn FnMut(Found),
+    finish: &dyn Finish<T>,
+    found: &mut dyn FnMut(T),
 ) -> io::Result<bool> {
     input.seek(SeekFrom::Start(0))?;
     let mut ends = Vec::new();
@@ -49,9 +51,23 @@ pub fn read_lists(
     let mut json = serde_json::Deserializer::from_reader(&mut *input);
     for (shape, &line) in lists.iter().zip(&lines) {
         let read = match shape {
-            Shape::List(head) => (&mut json).deserialize_map(ListItems { line, head, found }),
-            Shape::Array | Shape::Other => Value::deserialize(&mut json)
-                .map(|value| super::list::hand_out(line, value, None, None, 0, found)),
+            Shape::List(head) => {
+                if let Some(note) = list::note(line, head).and_then(|note| finish.finish(note)) {
+                    found(note);
+                }
+                let items = ListItems {
+                    line,
+                    head,
+                    finish,
+                    found: &mut *found,
+                };
+                (&mut json).deserialize_map(items)
+            }
+            Shape::Array | Shape::Other => Value::deserialize(&mut json).map(|value| {
+                list::hand_out(line, value, None, None, 0, finish)
+                    .into_iter()
+                    .for_each(&mut *found)
+            }),
         };
         if let Err(error) = read {
             // The first pass read it: only the disk can fail now.
@@ -108,12 +124,10 @@ impl<'de> Visitor<'de> for ShapeVisitor {
                 }
             }
         }
-        Ok(
-            match super::list::names_a_list(&head) && items == 1 && array {
-                true => Shape::List(head),
-                false => Shape::Other,
-            },
-        )
+        Ok(match list::names_a_list(&head) && items == 1 && array {
+            true => Shape::List(head),
+            false => Shape::Other,
+        })
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
@@ -185,13 +199,14 @@ impl Depth {
 /// A List the first pass found: its items handed out as they are read,
 /// the rest of it read and dropped (a List's own fields say nothing of
 /// its objects).
-struct ListItems<'f> {
+struct ListItems<'f, T> {
     line: usize,
     head: &'f serde_json::Map<String, Value>,
-    found: &'f mut dyn FnMut(Found),
+    finish: &'f dyn Finish<T>,
+    found: &'f mut dyn FnMut(T),
 }
 
-impl<'de> Visitor<'de> for ListItems<'_> {
+impl<'de, T> Visitor<'de> for ListItems<'_, T> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -204,6 +219,7 @@ impl<'de> Visitor<'de> for ListItems<'_> {
                 "items" => map.next_value_seed(Items {
                     line: self.line,
                     head: self.head,
+                    finish: self.finish,
                     found: &mut *self.found,
                 })?,
                 _ => {
@@ -215,13 +231,14 @@ impl<'de> Visitor<'de> for ListItems<'_> {
     }
 }
 
-struct Items<'f> {
+struct Items<'f, T> {
     line: usize,
     head: &'f serde_json::Map<String, Value>,
-    found: &'f mut dyn FnMut(Found),
+    finish: &'f dyn Finish<T>,
+    found: &'f mut dyn FnMut(T),
 }
 
-impl<'de> DeserializeSeed<'de> for Items<'_> {
+impl<'de, T> DeserializeSeed<'de> for Items<'_, T> {
     type Value = ();
 
     fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
@@ -229,7 +246,7 @@ impl<'de> DeserializeSeed<'de> for Items<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Items<'_> {
+impl<'de, T> Visitor<'de> for Items<'_, T> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -239,7 +256,8 @@ impl<'de> Visitor<'de> for Items<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut index = 0;
         while let Some(value) = seq.next_element::<Value>()? {
-            (self.found)(super::list::item(self.head, value, None, self.line, index));
+            let item = list::item(self.head, value, None, self.line, index, self.finish);
+            item.into_iter().for_each(&mut *self.found);
             index += 1;
         }
         Ok(())
@@ -291,12 +309,13 @@ fn start_lines(input: &mut (impl BufRead + Seek), ends: &[u64]) -> io::Result<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::document::Found;
     use serde_json::json;
 
     fn lists(text: &str) -> Option<Vec<Found>> {
         let mut found = Vec::new();
         let mut input = io::Cursor::new(text.as_bytes());
-        read_lists(&mut input, &mut |f| found.push(f))
+        read_lists(&mut input, &crate::agree::One, &mut |f| found.push(f))
             .unwrap()
             .then_some(found)
     }

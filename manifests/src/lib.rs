@@ -16,6 +16,7 @@ use std::fmt;
 use std::io::{BufRead, BufReader, Cursor, Read, Seek};
 use std::path::{Path, PathBuf};
 
+pub use policy_core::kinds::ApiVersion;
 use serde_json::Value;
 
 #[cfg(any(test, feature = "fuzzing"))]
@@ -33,7 +34,6 @@ mod walk;
 mod yaml;
 
 use claims::Claims;
-use document::Found;
 
 /// Where a document or object came from: a file (or `-`) and the line its
 /// document starts on, and its place in a `List`.
@@ -60,13 +60,14 @@ impl fmt::Display for Source {
 /// adds to the reader's: `check` learns an object's owner and identity, and
 /// refuses a workload that lacks what its controller needs.
 pub trait Learn: Sized + Send {
-    /// What is learnt of `object`, or why it cannot be used.
-    fn learn(object: &Value) -> Result<Self, String>;
+    /// What is learnt of `object`, whose `apiVersion` names `api` (found
+    /// once, by the reader), or why it cannot be used.
+    fn learn(object: &Value, api: &ApiVersion<'_>) -> Result<Self, String>;
 }
 
 /// Nothing learnt, nothing refused.
 impl Learn for () {
-    fn learn(_: &Value) -> Result<(), String> {
+    fn learn(_: &Value, _: &ApiVersion<'_>) -> Result<(), String> {
         Ok(())
     }
 }
@@ -85,8 +86,10 @@ pub struct Manifest<F = ()> {
 impl<F: Learn> Manifest<F> {
     /// `object` as read from `source`, or why its user refuses it.
     pub fn new(object: &Value, source: Source) -> Result<Manifest<F>, String> {
+        let api_version = object.get("apiVersion").and_then(Value::as_str);
+        let api = ApiVersion::of(api_version.unwrap_or_default());
         Ok(Manifest {
-            facts: F::learn(object)?,
+            facts: F::learn(object, &api)?,
             source,
             json: object.to_string(),
         })
@@ -298,7 +301,10 @@ fn read_stream<F: Learn>(
     if cr_only(&mut input) {
         return read_cr_only(file, input, found);
     }
-    let take = |found: Found| object::take(found, file);
+    let take = object::Take {
+        file,
+        learn: std::marker::PhantomData,
+    };
     let read = stream::read_all(&mut input, &take, found);
     if let Err(e) = read {
         found(Input::Unusable(whole(file, format!("cannot read: {e}"))));
@@ -476,6 +482,55 @@ mod tests {
         let mut read: Inputs = Inputs::default();
         read_bytes("u.yaml", &odd, &mut read);
         assert_eq!(read.unusable.len(), 1, "{:?}", read.unusable);
+    }
+
+    /// Any object that has `items` is a List to kubectl's decoder: of a
+    /// kind its API server maps, its items are sent (of its kind where
+    /// they name none) and the object itself is not, which a note says;
+    /// read entry by entry, whole, or as JSON.
+    #[test]
+    fn an_object_with_items_is_read_as_a_list() {
+        let block = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: s}\n- metadata: {name: t}\n";
+        let flow = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nitems: [{apiVersion: v1, kind: Secret, metadata: {name: s}}, {metadata: {name: t}}]\n";
+        let json = r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "items": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}, {"metadata": {"name": "t"}}]}"#;
+        for text in [block, flow, json] {
+            let read = read(text);
+            assert!(read.unusable.is_empty(), "{:?}", read.unusable);
+            let kinds: Vec<(Value, Value)> = read
+                .manifests
+                .iter()
+                .map(|m| {
+                    (
+                        m.object()["kind"].clone(),
+                        m.object()["metadata"]["name"].clone(),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                kinds,
+                [
+                    ("Secret".into(), "s".into()),
+                    ("ConfigMap".into(), "t".into())
+                ],
+                "{text}"
+            );
+            assert_eq!(read.notes.len(), 1, "{text}");
+            assert!(
+                read.notes[0]
+                    .text
+                    .starts_with("`kind: ConfigMap` with `items`: kubectl reads any object"),
+                "{}",
+                read.notes[0].text
+            );
+            assert_eq!(read.notes[0].source.line, 1);
+        }
+        let custom = read(
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nitems:\n- metadata: {name: t}\n",
+        );
+        assert_eq!(custom.manifests.len(), 1);
+        assert_eq!(custom.manifests[0].object()["kind"], "Widget");
+        assert_eq!(custom.manifests[0].object()["apiVersion"], "example.com/v1");
+        assert_eq!(custom.manifests[0].source.item, Some(0));
     }
 
     /// A list of a kind Kubernetes does not serve is no List to kubectl,

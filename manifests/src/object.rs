@@ -6,58 +6,74 @@
 //! the fourth stage, `refusals`, gives). Its group and version are found
 //! here once, for every test of both stages.
 
+use std::marker::PhantomData;
+
 use serde_json::Value;
 
-use policy_core::kinds::group_version;
+use policy_core::kinds::ApiVersion;
 
-use super::document::Found;
+use super::document::{Finish, Found};
 use super::{Input, Learn, Manifest, Note, Source, Unusable, refusals, templates};
 
-/// What `found` is to the check: an object, a note, or what cannot be
-/// used; nothing for an empty document (`null`), which kubectl skips.
-pub(super) fn take<F: Learn>(found: Found, file: &str) -> Option<Input<F>> {
-    let source = |line, item| Source {
-        file: file.to_string(),
-        line,
-        item,
-    };
-    Some(match found {
-        Found::Object { value, .. } if value.is_null() => return None,
-        Found::Object { line, value, json } => take_object(value, json, source(line, None)),
-        Found::Item {
+/// The stage after parsing, for the things of `file`: what each is to the
+/// check, and what its user learns of it (`F`).
+pub(super) struct Take<'f, F> {
+    pub file: &'f str,
+    pub learn: PhantomData<fn() -> F>,
+}
+
+impl<F: Learn> Finish<Input<F>> for Take<'_, F> {
+    /// An object, a note, or what cannot be used; nothing for an empty
+    /// document (`null`), which kubectl skips.
+    fn finish(&self, found: Found) -> Option<Input<F>> {
+        let source = |line, item| Source {
+            file: self.file.to_string(),
             line,
-            index,
-            value,
-            json,
-        } => take_object(value, json, source(line, Some(index))),
-        Found::Unusable { line, item, reason } => Input::Unusable(Unusable {
-            source: source(line, item),
-            reason,
-        }),
-        Found::Template(line, text) => Input::Note(Note {
-            source: source(line, None),
-            text,
-            unrendered: true,
-        }),
-    })
+            item,
+        };
+        Some(match found {
+            Found::Object { value, .. } if value.is_null() => return None,
+            Found::Object { line, value, json } => take_object(value, json, source(line, None)),
+            Found::Item {
+                line,
+                index,
+                value,
+                json,
+            } => take_object(value, json, source(line, Some(index))),
+            Found::Unusable { line, item, reason } => Input::Unusable(Unusable {
+                source: source(line, item),
+                reason,
+            }),
+            Found::Template(line, text) => Input::Note(Note {
+                source: source(line, None),
+                text,
+                unrendered: true,
+            }),
+            Found::Note(line, text) => Input::Note(Note {
+                source: source(line, None),
+                text,
+                unrendered: false,
+            }),
+        })
+    }
 }
 
 /// An object to check, or no object at all (a note), or an object that
 /// cannot be used. `json`, where given, is `value`'s own JSON, as its
 /// reader wrote it.
 fn take_object<F: Learn>(value: Value, json: Option<String>, source: Source) -> Input<F> {
-    // Its group and version, found once for every test below.
+    // What its `apiVersion` names, found once for every test below.
     let api_version = value.get("apiVersion").and_then(Value::as_str);
-    let (group, version) = group_version(api_version.unwrap_or_default());
-    if let Some((text, unrendered)) = not_an_object(&value, source.item.is_some(), group, version) {
+    let api = ApiVersion::of(api_version.unwrap_or_default());
+    if let Some((text, unrendered)) = not_an_object(&value, source.item.is_some(), &api) {
         return Input::Note(Note {
             source,
             text,
             unrendered,
         });
     }
-    let reason = match refusals::object_problem(&value, group, version) {
-        None => match F::learn(&value) {
+    let reason = match refusals::object_problem(&value, &api) {
+        None => match F::learn(&value, &api) {
             Ok(facts) => {
                 let json = json.unwrap_or_else(|| value.to_string());
                 return Input::Manifest(Manifest {
@@ -77,7 +93,7 @@ fn take_object<F: Learn>(value: Value, json: Option<String>, source: Source) -> 
 /// (and whether a tool renders objects from it): a document without a
 /// `kind` (not a List's item, which takes the List's), a tool's
 /// configuration, a template, a kustomize configuration.
-fn not_an_object(value: &Value, item: bool, group: &str, version: &str) -> Option<(String, bool)> {
+fn not_an_object(value: &Value, item: bool, api: &ApiVersion<'_>) -> Option<(String, bool)> {
     if !item && !value.get("kind").is_some_and(Value::is_string) {
         let what = crate::refusals::what(value);
         return Some((
@@ -85,7 +101,7 @@ fn not_an_object(value: &Value, item: bool, group: &str, version: &str) -> Optio
             false,
         ));
     }
-    if let Some(config) = tool_config(value, group) {
+    if let Some(config) = tool_config(value, api) {
         return Some((
             format!(
                 "{config} without `metadata`, which every Kubernetes object has: a tool's own \
@@ -98,7 +114,7 @@ fn not_an_object(value: &Value, item: bool, group: &str, version: &str) -> Optio
     if let Some(template) = templates::in_metadata(value) {
         return Some((templates::note(&template), true));
     }
-    served_by_no_cluster(value, group, version).map(|api_version| {
+    served_by_no_cluster(value, api).map(|api_version| {
         let text = format!(
             "a kustomize configuration (`apiVersion: {api_version}`), which no cluster serves: \
              skipped; what it changes shows in what `kubectl kustomize` renders"
@@ -110,19 +126,19 @@ fn not_an_object(value: &Value, item: bool, group: &str, version: &str) -> Optio
 /// `kind: Cluster` of `kind.x-k8s.io/v1alpha4`, for an object of another
 /// group than Kubernetes' own that has no `metadata`: how a tool's
 /// configuration file looks (kind's, k3d's), which no API server takes.
-fn tool_config(value: &Value, group: &str) -> Option<String> {
+fn tool_config(value: &Value, api: &ApiVersion<'_>) -> Option<String> {
     let (kind, api_version) = (value["kind"].as_str()?, value["apiVersion"].as_str()?);
-    let tool = value.get("metadata").is_none() && !policy_core::kinds::kubernetes_group(group);
+    let tool = value.get("metadata").is_none() && !api.kubernetes;
     tool.then(|| format!("`kind: {kind}` of `{api_version}`"))
 }
 
 /// The `apiVersion` of a kustomize transformer or generator configuration
 /// (`builtin`, `kustomize.config.k8s.io/…`): input to kustomize, never an
 /// object that a cluster stores.
-fn served_by_no_cluster<'v>(value: &'v Value, group: &str, version: &str) -> Option<&'v str> {
+fn served_by_no_cluster<'v>(value: &'v Value, api: &ApiVersion<'_>) -> Option<&'v str> {
     let api_version = value.get("apiVersion")?.as_str()?;
     let kustomize = matches!(
-        (group, version),
+        (api.group, api.version),
         ("", "builtin") | ("kustomize.config.k8s.io", _)
     );
     kustomize.then_some(api_version)

@@ -7,6 +7,7 @@
 //! is refused by `check`'s `Learn`). Such
 //! an object is unusable, with the reason, and nothing is derived from it.
 
+use policy_core::kinds::ApiVersion;
 use serde_json::Value;
 
 mod fields;
@@ -23,9 +24,9 @@ pub(crate) fn served(api_version: &str, kind: &str) -> bool {
     served::refusal(api_version, group_version, kind).is_none()
 }
 
-/// Why `value` is not a Kubernetes object, if it is not; `group` and
-/// `version` are its `apiVersion`'s.
-pub(super) fn object_problem(value: &Value, group: &str, version: &str) -> Option<String> {
+/// Why `value` is not a Kubernetes object, if it is not; `api` is what its
+/// `apiVersion` names.
+pub(super) fn object_problem(value: &Value, api: &ApiVersion<'_>) -> Option<String> {
     let Some(object) = value.as_object() else {
         return Some(format!("not a Kubernetes object: {}", what(value)));
     };
@@ -33,8 +34,10 @@ pub(super) fn object_problem(value: &Value, group: &str, version: &str) -> Optio
     match (text("apiVersion"), text("kind")) {
         (_, None) => Some("not a Kubernetes object: no `kind`".to_string()),
         (None, _) => Some("not a Kubernetes object: no `apiVersion`".to_string()),
-        (Some(api_version), Some(kind)) => served::refusal(api_version, (group, version), kind)
-            .or_else(|| metadata_problem(value, object, group, kind)),
+        (Some(api_version), Some(kind)) => {
+            served::refusal(api_version, (api.group, api.version), kind)
+                .or_else(|| metadata_problem(value, object, api, kind))
+        }
     }
 }
 
@@ -42,7 +45,7 @@ pub(super) fn object_problem(value: &Value, group: &str, version: &str) -> Optio
 fn metadata_problem(
     value: &Value,
     object: &serde_json::Map<String, Value>,
-    group: &str,
+    api: &ApiVersion<'_>,
     kind: &str,
 ) -> Option<String> {
     let Some(Value::Object(metadata)) = object.get("metadata") else {
@@ -65,9 +68,9 @@ fn metadata_problem(
         });
     }
     strings_only("", metadata)
-        .or_else(|| nested_strings_only(value, group))
+        .or_else(|| nested_strings_only(value, api))
         .or_else(|| fields::refusal(value))
-        .or_else(|| names::refusal(group, kind, value))
+        .or_else(|| names::refusal(api.group, kind, value))
 }
 
 /// The API server takes only strings as annotation and label values
@@ -117,8 +120,8 @@ fn strings_only(at: &str, metadata: &serde_json::Map<String, Value>) -> Option<S
 /// object's own (`sidecar.istio.io/inject: false` in a pod template is
 /// refused as it is at the top). A custom resource's schema is its CRD's,
 /// which the check does not know.
-fn nested_strings_only(object: &Value, group: &str) -> Option<String> {
-    if !policy_core::kinds::kubernetes_group(group) {
+fn nested_strings_only(object: &Value, api: &ApiVersion<'_>) -> Option<String> {
+    if !api.kubernetes {
         return None;
     }
     fn walk(value: &Value, at: &mut String) -> Option<String> {

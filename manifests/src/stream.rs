@@ -44,7 +44,7 @@ pub(crate) fn scan(input: &mut impl BufRead) -> io::Result<Scan> {
 /// it is scanned whole.)
 pub fn read_all<T: Send>(
     input: &mut (impl BufRead + Seek + Send),
-    finish: &Finish<'_, T>,
+    finish: &dyn Finish<T>,
     found: &mut dyn FnMut(T),
 ) -> io::Result<()> {
     let mut scanner = Scanner::default();
@@ -159,12 +159,11 @@ impl Scanner {
 pub fn read<T: Send>(
     input: &mut (impl BufRead + Seek),
     scan: &Scan,
-    finish: &Finish<'_, T>,
+    finish: &dyn Finish<T>,
     found: &mut dyn FnMut(T),
 ) -> io::Result<()> {
     if scan.json_like {
-        let mut finished = |f: Found| finish(f).into_iter().for_each(&mut *found);
-        if scan.depth.deepest <= json::STREAMED_DEPTH && json::read_lists(input, &mut finished)? {
+        if scan.depth.deepest <= json::STREAMED_DEPTH && json::read_lists(input, finish, found)? {
             return Ok(());
         }
         // JSON without Lists, or JSON then YAML: read whole, as
@@ -192,15 +191,16 @@ pub fn read<T: Send>(
         if span.on_marker {
             // kubectl's reader takes such a line for a broken separator,
             // and refuses the document (with the one before it).
-            finish(Found::Unusable {
-                line: span.first_line,
-                item: None,
-                reason: "content on the `---` line, which kubectl refuses as an invalid \
+            finish
+                .finish(Found::Unusable {
+                    line: span.first_line,
+                    item: None,
+                    reason: "content on the `---` line, which kubectl refuses as an invalid \
                          document separator: start the document on the next line"
-                    .to_string(),
-            })
-            .into_iter()
-            .for_each(&mut *found);
+                        .to_string(),
+                })
+                .into_iter()
+                .for_each(&mut *found);
             continue;
         }
         match entries(input, span, finish, found)? {
@@ -229,7 +229,7 @@ enum Listed {
 fn entries<T: Send>(
     input: &mut (impl Read + Seek),
     span: &Span,
-    finish: &Finish<'_, T>,
+    finish: &dyn Finish<T>,
     found: &mut dyn FnMut(T),
 ) -> io::Result<Listed> {
     let Some(items) = &span.items else {
@@ -242,9 +242,12 @@ fn entries<T: Send>(
         first_line: span.first_line,
         content_line: span.content_line,
     });
-    let Some(list) = head else {
+    let Some((list, note)) = head else {
         return Ok(Listed::No);
     };
+    note.and_then(|note| finish.finish(note))
+        .into_iter()
+        .for_each(&mut *found);
     input.seek(SeekFrom::Start(items.start()))?;
     // The entries are parsed a batch at a time on the workers (a dump is a
     // List of many thousands), and handed out in their order.
@@ -265,7 +268,7 @@ fn entries<T: Send>(
             .collect::<io::Result<_>>()?;
         // Each entry read and finished on a worker; one that does not
         // read alone stops the reading entry by entry.
-        let finished: Vec<(usize, Option<Vec<T>>)> = batch
+        let finished: Vec<(usize, Option<Option<T>>)> = batch
             .par_iter()
             .map(|(i, text, line)| {
                 let piece = Piece {
@@ -278,7 +281,7 @@ fn entries<T: Send>(
             .collect();
         for (i, finished) in finished {
             match finished {
-                Some(items) => items.into_iter().for_each(&mut *found),
+                Some(item) => item.into_iter().for_each(&mut *found),
                 None => return Ok(Listed::Until(i)),
             }
         }
@@ -296,7 +299,7 @@ fn whole<T: Send>(
     input: &mut (impl Read + Seek),
     span: &Span,
     from: usize,
-    finish: &Finish<'_, T>,
+    finish: &dyn Finish<T>,
     found: &mut dyn FnMut(T),
 ) -> io::Result<()> {
     let text = text_at(input, span.start, span.end)?;
@@ -309,7 +312,7 @@ fn whole<T: Send>(
 /// Parses the document of `span`, its `text`, and finishes what it holds
 /// from its List entry `from`: what the workers do, each for a document of
 /// their own.
-fn parse_whole<T>(text: &str, span: &Span, from: usize, finish: &Finish<'_, T>) -> Vec<T> {
+fn parse_whole<T>(text: &str, span: &Span, from: usize, finish: &dyn Finish<T>) -> Vec<T> {
     let lines = span
         .items
         .as_ref()
@@ -327,7 +330,7 @@ fn parse_whole<T>(text: &str, span: &Span, from: usize, finish: &Finish<'_, T>) 
 fn plain_documents<T: Send>(
     input: &mut (impl Read + Seek),
     spans: &[Span],
-    finish: &Finish<'_, T>,
+    finish: &dyn Finish<T>,
     found: &mut dyn FnMut(T),
 ) -> io::Result<()> {
     let texts = texts_of(input, spans)?;
@@ -355,7 +358,7 @@ fn texts_of(input: &mut (impl Read + Seek), spans: &[Span]) -> io::Result<Vec<St
 }
 
 /// Documents read whole on the workers, each finished, in their order.
-fn parse_plain<T: Send>(texts: &[String], spans: &[Span], finish: &Finish<'_, T>) -> Vec<Vec<T>> {
+fn parse_plain<T: Send>(texts: &[String], spans: &[Span], finish: &dyn Finish<T>) -> Vec<Vec<T>> {
     texts
         .par_iter()
         .zip(spans)
@@ -376,7 +379,7 @@ fn text_at(input: &mut (impl Read + Seek), start: u64, end: u64) -> io::Result<S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agree::{before_errors, both, one};
+    use crate::agree::{One, before_errors, both};
     use serde_json::json;
 
     /// How far the first List of `text` reads entry by entry.
@@ -384,7 +387,7 @@ mod tests {
         let mut input = io::Cursor::new(text.as_bytes());
         let scan = scan(&mut input).unwrap();
         let span = scan.spans.iter().find(|s| s.items.is_some()).unwrap();
-        entries(&mut input, span, &one, &mut |_| {}).unwrap()
+        entries(&mut input, span, &One, &mut |_| {}).unwrap()
     }
 
     /// A stream longer than what is cut ahead reads as it reads cut
@@ -412,11 +415,11 @@ mod tests {
             let scan = scan(&mut input).unwrap();
             assert!(scan.spans.len() > 2 * CUT_AHEAD, "{}", scan.spans.len());
             let mut found = Vec::new();
-            read(&mut input, &scan, &one, &mut |f| found.push(f)).unwrap();
+            read(&mut input, &scan, &One, &mut |f| found.push(f)).unwrap();
             found
         };
         let mut ahead = Vec::new();
-        read_all(&mut io::Cursor::new(text.as_bytes()), &one, &mut |f| {
+        read_all(&mut io::Cursor::new(text.as_bytes()), &One, &mut |f| {
             ahead.push(f)
         })
         .unwrap();
@@ -424,7 +427,7 @@ mod tests {
         // Through a reader whose buffer is smaller than a document.
         let mut small = io::BufReader::with_capacity(7, io::Cursor::new(text.as_bytes()));
         let mut found = Vec::new();
-        read_all(&mut small, &one, &mut |f| found.push(f)).unwrap();
+        read_all(&mut small, &One, &mut |f| found.push(f)).unwrap();
         assert_eq!(found, whole);
     }
 
@@ -447,7 +450,7 @@ mod tests {
             let mut input = io::Cursor::new(text.as_bytes());
             let scan = scan(&mut input).unwrap();
             let mut found = Vec::new();
-            read(&mut input, &scan, &one, &mut |f| found.push(f)).unwrap();
+            read(&mut input, &scan, &One, &mut |f| found.push(f)).unwrap();
             found
         };
         assert!(whole.len() > 2 * CUT_AHEAD, "{}", whole.len());
@@ -455,7 +458,7 @@ mod tests {
             let mut input =
                 io::BufReader::with_capacity(capacity, io::Cursor::new(text.as_bytes()));
             let mut found = Vec::new();
-            read_all(&mut input, &one, &mut |f| found.push(f)).unwrap();
+            read_all(&mut input, &One, &mut |f| found.push(f)).unwrap();
             assert_eq!(found, whole, "a reader of {capacity} bytes");
         }
     }
@@ -504,11 +507,11 @@ mod tests {
             let mut input = io::Cursor::new(text.as_bytes());
             let scan = scan(&mut input).unwrap();
             let mut lines = Vec::new();
-            read(&mut input, &scan, &one, &mut |found| match found {
+            read(&mut input, &scan, &One, &mut |found| match found {
                 Found::Item { line, .. } => lines.push(line),
                 Found::Unusable { reason, .. } => panic!("{reason}"),
                 Found::Object { .. } => {}
-                Found::Template(..) => panic!("no template here"),
+                Found::Template(..) | Found::Note(..) => panic!("no template or note here"),
             })
             .unwrap();
             lines

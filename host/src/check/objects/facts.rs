@@ -3,6 +3,7 @@
 //! that the object waits for its judging as JSON alone, with no tree of
 //! values held or dropped by the thread that reads the input.
 
+use policy_manifests::ApiVersion;
 use serde_json::Value;
 
 use super::owners::Owner;
@@ -33,20 +34,20 @@ pub struct Identity {
 /// The reader learns an object's facts on the worker that parsed it, and
 /// refuses there a workload its controller could make nothing real from.
 impl policy_manifests::Learn for Facts {
-    fn learn(object: &Value) -> Result<Facts, String> {
+    fn learn(object: &Value, api: &ApiVersion<'_>) -> Result<Facts, String> {
         match super::incomplete(object) {
             Some(reason) => Err(reason),
-            None => Ok(Facts::of(object)),
+            None => Ok(Facts::of(object, api)),
         }
     }
 }
 
 impl Facts {
-    pub fn of(object: &Value) -> Facts {
+    /// `api` is what the object's `apiVersion` names.
+    pub fn of(object: &Value, api: &ApiVersion<'_>) -> Facts {
         let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
         let metadata = &object["metadata"];
-        let (group, _) =
-            policy_core::kinds::group_version(object["apiVersion"].as_str().unwrap_or_default());
+        let group = api.group;
         let name = text(&metadata["name"]);
         Facts {
             owner: Owner::of(object),
