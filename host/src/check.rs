@@ -128,7 +128,7 @@ impl Command {
     /// the check.
     pub fn run(
         &self,
-        progress: impl FnMut(usize, usize),
+        progress: impl FnMut(usize, usize) + Send,
         out: &mut dyn Write,
     ) -> Result<Finished, String> {
         let (chain, warnings) = self.chain()?;
@@ -323,7 +323,7 @@ impl Checker {
         search: policy_manifests::Search,
         mut admission: Admission,
         jobs: usize,
-        mut progress: impl FnMut(usize, usize),
+        mut progress: impl FnMut(usize, usize) + Send,
     ) -> Result<Outcome, String> {
         let mut outcome = Outcome {
             rows: Rows::on_disk().map_err(keeping)?,
@@ -392,19 +392,22 @@ impl Checker {
         }
         let total = spill.len();
         let mut read_back = spill.read_back().map_err(spilling)?;
-        let mut done = 0;
-        loop {
-            let batch = read_back
+        let mut next_batch = || {
+            read_back
                 .by_ref()
                 .take(BATCH)
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(spilling)?;
-            if batch.is_empty() {
-                break;
-            }
+                .map_err(spilling)
+        };
+        let mut done = 0;
+        let mut batch = next_batch()?;
+        let mut judged: Vec<Result<Part, String>> = Vec::new();
+        while !batch.is_empty() {
             // Each object parsed back, and judged, on a worker; a few
             // objects on one, which alone makes an instance of the module.
-            let parts: Vec<Result<Part, String>> = workers.install(|| {
+            // Beside them, what is serial: the batch judged before merged
+            // in the input's order, and the next read back.
+            let judge = || {
                 batch
                     .into_par_iter()
                     .with_min_len(PER_WORKER)
@@ -419,12 +422,23 @@ impl Checker {
                         )
                     })
                     .collect()
-            });
-            for part in parts {
-                part?.merge_into(&mut outcome, &mut said);
-                done += 1;
-                progress(done, total);
-            }
+            };
+            let merge_and_read = || {
+                for part in judged {
+                    part?.merge_into(&mut outcome, &mut said);
+                    done += 1;
+                    progress(done, total);
+                }
+                next_batch()
+            };
+            let (parts, next) = workers.install(|| rayon::join(judge, merge_and_read));
+            judged = parts;
+            batch = next?;
+        }
+        for part in judged {
+            part?.merge_into(&mut outcome, &mut said);
+            done += 1;
+            progress(done, total);
         }
         outcome.rows.finish().map_err(keeping)?;
         let nothing = outcome.rows.is_empty() && outcome.not_covered == 0;
