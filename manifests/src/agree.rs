@@ -194,6 +194,10 @@ mod tests {
             "kind: List\nitems:\n  - a\r%b\n",
             "kind: List\nitems:\n  - a\u{2028}b: 1\n",
             "kind: List\nitems:\n  - a\r\n  - b\n",
+            // A line at the entries' column that is no entry, which ends
+            // the sequence only in the cut: `items: ~` around the cut.
+            "kind: List\nitems:\n  - a\n  ~\n",
+            "kind: List\nitems:\n  - a\n ~\n",
         ] {
             assert_eq!(cut_agrees(text), Ok(()), "{text:?}");
         }

@@ -201,10 +201,20 @@ impl Cutter {
                 let indent = line.len() - line.trim_start_matches(' ').len();
                 let comment_or_blank =
                     line.trim_start().is_empty() || line.trim_start().starts_with('#');
+                // The sequence ends at the next key of the top level; what
+                // is no entry at its column, or between it and the key's,
+                // YAML refuses, and the document is read whole to say so
+                // (found by `fuzz/manifests_cut`: cut there, `  ~` would
+                // read as `items: ~` around the entries).
                 if !comment_or_blank && indent <= items.indent {
-                    let mut items = std::mem::take(items);
-                    items.end = offset;
-                    self.search = Search::Done(Some(items));
+                    self.search = match indent {
+                        0 => {
+                            let mut items = std::mem::take(items);
+                            items.end = offset;
+                            Search::Done(Some(items))
+                        }
+                        _ => Search::Done(None),
+                    };
                 }
             }
             Search::Done(_) => {}
@@ -335,6 +345,10 @@ mod tests {
             "a:\n  items:\n  - b\n",
             "items:\n-x\n",
             "items:\n\t- a\n",
+            // Content at the entries' column, or between it and the key's,
+            // that is no entry: YAML refuses it, so read whole.
+            "items:\n  - a\n  ~\n",
+            "items:\n  - a\n ~\n",
         ] {
             assert_eq!(entries(text), [None], "{text:?}");
         }
