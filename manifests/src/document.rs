@@ -122,7 +122,7 @@ pub(super) fn list_head(
 ) -> Option<(serde_json::Map<String, Value>, Option<Found>)> {
     match yaml_document(piece) {
         (line, Ok(Value::Object(map)))
-            if list::names_a_list(&map) && map.get("items") == Some(&Value::Null) =>
+            if map.get("items") == Some(&Value::Null) && list::names_a_list(&map) =>
         {
             let note = list::note(line, &map);
             Some((map, note))

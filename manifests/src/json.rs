@@ -124,7 +124,7 @@ impl<'de> Visitor<'de> for ShapeVisitor {
                 }
             }
         }
-        Ok(match list::names_a_list(&head) && items == 1 && array {
+        Ok(match items == 1 && array && list::names_a_list(&head) {
             true => Shape::List(head),
             false => Shape::Other,
         })

@@ -48,11 +48,12 @@ pub(super) fn note(line: usize, list: &serde_json::Map<String, Value>) -> Option
     (!kind.ends_with("List")).then_some(Found::Note(line, said))
 }
 
-/// Whether `value` is a List: a kind that ends so, with `items`.
+/// Whether `value` is read as a List: it has `items` (asked first: most
+/// objects have none), of a kind kubectl maps (`names_a_list`).
 fn is_list(value: &Value) -> bool {
     value
         .as_object()
-        .is_some_and(|object| names_a_list(object) && object.contains_key("items"))
+        .is_some_and(|object| object.contains_key("items") && names_a_list(object))
 }
 
 /// A document as parsed, handed to `finish`: its items, from `from`, if it
@@ -69,7 +70,7 @@ pub(super) fn hand_out<T>(
     finish: &dyn Finish<T>,
 ) -> Vec<T> {
     let mut map = match value {
-        Value::Object(map) if names_a_list(&map) && map.contains_key("items") => map,
+        Value::Object(map) if map.contains_key("items") && names_a_list(&map) => map,
         value => {
             return finish
                 .finish(Found::Object { line, value, json })
