@@ -9,6 +9,11 @@
 //! piece to its YAML library alone; so does this (`cut.rs`), and each piece
 //! is read as kubectl reads it (`yaml.rs`): every document gets its line,
 //! and a broken one hides none of the others.
+//!
+//! The second stage of reading, on the worker that parses a document (or a
+//! List's entry, `entry`): its text parsed, a template noted where it does
+//! not parse, a List split into its items (`list`), and each thing handed
+//! straight to the next stage (`Finish`, which `object::Take` is).
 
 use serde_json::Value;
 

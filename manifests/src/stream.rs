@@ -1,5 +1,6 @@
-//! A file read as a stream: cut into documents line by line first
-//! (`cut.rs`), then parsed a batch of documents at a time, and a `List`
+//! A file read as a stream, the driver of the reader's line of stages: cut
+//! into documents line by line first (`cut.rs`), then parsed a batch of
+//! documents at a time (`document.rs`, which hands each on), and a `List`
 //! kept as a top-level `items:` block sequence (a cluster dump) a batch of
 //! entries at a time, each batch on rayon's workers and handed out in
 //! order, so that what is held at once is a batch of objects, not the
