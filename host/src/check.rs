@@ -296,6 +296,21 @@ impl Part {
     }
 }
 
+/// Merges the parts of a batch into `outcome`, in the input's order,
+/// telling `merged` of each.
+fn merge_all(
+    parts: Vec<Result<Part, String>>,
+    outcome: &mut Outcome,
+    said: &mut HashSet<String>,
+    merged: &mut impl FnMut(),
+) -> Result<(), String> {
+    for part in parts {
+        part?.merge_into(outcome, said);
+        merged();
+    }
+    Ok(())
+}
+
 fn keeping(e: io::Error) -> String {
     format!("cannot keep the verdicts on disk: {e}")
 }
@@ -400,6 +415,11 @@ impl Checker {
                 .map_err(spilling)
         };
         let mut done = 0;
+        // Each part merged is one object of the input judged.
+        let mut merged = || {
+            done += 1;
+            progress(done, total);
+        };
         let mut batch = next_batch()?;
         let mut judged: Vec<Result<Part, String>> = Vec::new();
         while !batch.is_empty() {
@@ -423,23 +443,16 @@ impl Checker {
                     })
                     .collect()
             };
+            let mut merge = |parts| merge_all(parts, &mut outcome, &mut said, &mut merged);
             let merge_and_read = || {
-                for part in judged {
-                    part?.merge_into(&mut outcome, &mut said);
-                    done += 1;
-                    progress(done, total);
-                }
+                merge(judged)?;
                 next_batch()
             };
             let (parts, next) = workers.install(|| rayon::join(judge, merge_and_read));
             judged = parts;
             batch = next?;
         }
-        for part in judged {
-            part?.merge_into(&mut outcome, &mut said);
-            done += 1;
-            progress(done, total);
-        }
+        merge_all(judged, &mut outcome, &mut said, &mut merged)?;
         outcome.rows.finish().map_err(keeping)?;
         let nothing = outcome.rows.is_empty() && outcome.not_covered == 0;
         if nothing && outcome.unusable.is_empty() && outcome.notes.is_empty() {

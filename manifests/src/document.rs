@@ -78,15 +78,13 @@ pub(super) fn whole<T>(
     let (line, value) = yaml_json(piece);
     let found = match value {
         Ok((value, json)) => return list::hand_out(line, value, Some(json), lines, from, finish),
-        Err(reason) => match templates::in_text(piece.text, piece.first_line) {
-            // Noted at the document's line; the note names the syntax's.
-            Some(template) => Found::Template(piece.content_line, templates::note(&template)),
-            None => Found::Unusable {
-                line,
-                item: None,
-                reason,
-            },
-        },
+        // Noted at the document's line; the note names the syntax's.
+        Err(reason) => unparsed(
+            templates::in_text(piece.text, piece.first_line),
+            piece.content_line,
+            line,
+            reason,
+        ),
     };
     finish.finish(found).into_iter().collect()
 }
@@ -103,19 +101,30 @@ pub(super) fn all<T>(text: &str, finish: &dyn Finish<T>) -> Vec<T> {
             // (`{{- if .Values.x }}` that opens a chart's template).
             Err(reason) => {
                 let at = text.lines().nth(line.saturating_sub(1)).unwrap_or_default();
-                let found = match templates::in_text(at, line) {
-                    Some(template) => Found::Template(line, templates::note(&template)),
-                    None => Found::Unusable {
-                        line,
-                        item: None,
-                        reason,
-                    },
-                };
+                let found = unparsed(templates::in_text(at, line), line, line, reason);
                 out.extend(finish.finish(found));
             }
         }
     }
     out
+}
+
+/// A document that does not parse: a template, noted at `note_line`, where
+/// it holds template syntax; unusable at `line` otherwise.
+fn unparsed(
+    template: Option<templates::Template>,
+    note_line: usize,
+    line: usize,
+    reason: String,
+) -> Found {
+    match template {
+        Some(template) => Found::Template(note_line, templates::note(&template)),
+        None => Found::Unusable {
+            line,
+            item: None,
+            reason,
+        },
+    }
 }
 
 /// The fields of a List kept as a top-level `items:` block sequence, read

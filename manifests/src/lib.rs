@@ -86,10 +86,8 @@ pub struct Manifest<F = ()> {
 impl<F: Learn> Manifest<F> {
     /// `object` as read from `source`, or why its user refuses it.
     pub fn new(object: &Value, source: Source) -> Result<Manifest<F>, String> {
-        let api_version = object.get("apiVersion").and_then(Value::as_str);
-        let api = ApiVersion::of(api_version.unwrap_or_default());
         Ok(Manifest {
-            facts: F::learn(object, &api)?,
+            facts: F::learn(object, &object::api_version(object))?,
             source,
             json: object.to_string(),
         })

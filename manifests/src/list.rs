@@ -40,12 +40,14 @@ pub(super) fn names_a_list(object: &serde_json::Map<String, Value>) -> bool {
 /// is not sent, without a word from kubectl.
 pub(super) fn note(line: usize, list: &serde_json::Map<String, Value>) -> Option<Found> {
     let kind = text(list, "kind");
-    let said = format!(
-        "`kind: {kind}` with `items`: kubectl reads any object that has `items` as a List, and \
-         sends its items, not the {kind} itself; its items are judged as kubectl sends them \
-         (remove `items` if one {kind} is meant)"
-    );
-    (!kind.ends_with("List")).then_some(Found::Note(line, said))
+    (!kind.ends_with("List")).then(|| {
+        let said = format!(
+            "`kind: {kind}` with `items`: kubectl reads any object that has `items` as a List, \
+             and sends its items, not the {kind} itself; its items are judged as kubectl sends \
+             them (remove `items` if one {kind} is meant)"
+        );
+        Found::Note(line, said)
+    })
 }
 
 /// Whether `value` is read as a List: it has `items` (asked first: most

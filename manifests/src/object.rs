@@ -58,13 +58,23 @@ impl<F: Learn> Finish<Input<F>> for Take<'_, F> {
     }
 }
 
+/// What `object`'s `apiVersion` names (a missing one names the core
+/// group's empty version).
+pub(super) fn api_version(object: &Value) -> ApiVersion<'_> {
+    ApiVersion::of(
+        object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default(),
+    )
+}
+
 /// An object to check, or no object at all (a note), or an object that
 /// cannot be used. `json`, where given, is `value`'s own JSON, as its
 /// reader wrote it.
 fn take_object<F: Learn>(value: Value, json: Option<String>, source: Source) -> Input<F> {
     // What its `apiVersion` names, found once for every test below.
-    let api_version = value.get("apiVersion").and_then(Value::as_str);
-    let api = ApiVersion::of(api_version.unwrap_or_default());
+    let api = api_version(&value);
     if let Some((text, unrendered)) = not_an_object(&value, source.item.is_some(), &api) {
         return Input::Note(Note {
             source,
