@@ -9,3 +9,4 @@ pub mod modules;
 pub mod run;
 pub mod serve;
 pub mod suite;
+pub mod tls;

@@ -112,27 +112,43 @@ mod pull {
     /// The module a registry holds at `reference` (`host/path:tag` or
     /// `host/path@sha256:…`): the one layer of a Wasm artifact, as
     /// `kwctl push` makes it, each blob's digest checked by the client and
-    /// a pinned digest held to the manifest's. Anonymous; plain HTTP for a
-    /// registry on loopback only, as Docker reaches one.
+    /// a pinned digest held to the manifest's. Anonymous; over HTTPS with
+    /// the platform's roots, and, for a registry on loopback alone, over
+    /// plain HTTP where HTTPS fails, as Docker reaches one.
     pub fn registry(reference: &str) -> Result<Vec<u8>, String> {
         let parsed: Reference = reference
             .parse()
             .map_err(|e| format!("not an OCI reference: {e}"))?;
-        let protocol = match loopback(parsed.registry()) {
-            true => ClientProtocol::Http,
-            false => ClientProtocol::Https,
+        // The client builds its TLS configuration when it is made, before
+        // any connection: reqwest panics without the provider.
+        crate::tls::install_crypto_provider();
+        let runtime = runtime()?;
+        let pull = |protocol| {
+            // Not `Client::new`: where the configuration cannot be built
+            // (no root certificate at all) it falls back to reqwest's
+            // default client, which panics on the same error.
+            let client = Client::try_from(ClientConfig {
+                protocol,
+                ..ClientConfig::default()
+            })
+            .map_err(|e| causes(&e))?;
+            runtime.block_on(async {
+                client
+                    .pull(
+                        &parsed,
+                        &RegistryAuth::Anonymous,
+                        vec![WASM_LAYER_MEDIA_TYPE],
+                    )
+                    .await
+                    .map_err(|e| causes(&e))
+            })
         };
-        let client = Client::new(ClientConfig {
-            protocol,
-            ..ClientConfig::default()
-        });
-        let image = runtime()?
-            .block_on(client.pull(
-                &parsed,
-                &RegistryAuth::Anonymous,
-                vec![WASM_LAYER_MEDIA_TYPE],
-            ))
-            .map_err(|e| e.to_string())?;
+        let image = match pull(ClientProtocol::Https) {
+            Ok(image) => image,
+            Err(https) if loopback(parsed.registry()) => pull(ClientProtocol::Http)
+                .map_err(|http| format!("over HTTPS: {https}; over plain HTTP: {http}"))?,
+            Err(https) => return Err(https),
+        };
         if let (Some(pinned), Some(pulled)) = (parsed.digest(), &image.digest)
             && pinned != pulled
         {
@@ -155,12 +171,30 @@ mod pull {
 
     /// The module at an `https://` (or `http://`) address.
     pub fn https(url: &str) -> Result<Vec<u8>, String> {
+        crate::tls::install_crypto_provider();
         runtime()?.block_on(async {
-            let response = reqwest::get(url).await.map_err(|e| e.to_string())?;
-            let response = response.error_for_status().map_err(|e| e.to_string())?;
-            let bytes = response.bytes().await.map_err(|e| e.to_string())?;
+            let response = reqwest::get(url).await.map_err(|e| causes(&e))?;
+            let response = response.error_for_status().map_err(|e| causes(&e))?;
+            let bytes = response.bytes().await.map_err(|e| causes(&e))?;
             Ok(bytes.to_vec())
         })
+    }
+
+    /// An error with each of its causes: reqwest says "error sending
+    /// request" and keeps why (a certificate nothing trusts, a refused
+    /// connection) in its sources.
+    fn causes(error: &dyn std::error::Error) -> String {
+        let mut text = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            let cause_text = cause.to_string();
+            if !text.contains(&cause_text) {
+                text.push_str(": ");
+                text.push_str(&cause_text);
+            }
+            source = cause.source();
+        }
+        text
     }
 
     /// Writes `bytes` to `path` whole or not at all, so that a store read
@@ -175,9 +209,6 @@ mod pull {
     }
 
     fn runtime() -> Result<tokio::runtime::Runtime, String> {
-        // reqwest's TLS without a crypto provider of its own: the one
-        // `serve` uses.
-        let _ = rustls::crypto::ring::default_provider().install_default();
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

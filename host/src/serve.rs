@@ -298,8 +298,7 @@ async fn listen(
     key: &Path,
 ) -> Result<(), String> {
     use axum::routing::{get, post};
-    // Only ring is compiled in; a second provider would make rustls ask which.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    crate::tls::install_crypto_provider();
     let tls = axum_server::tls_rustls::RustlsConfig::from_pem_file(certificate, key)
         .await
         .map_err(|e| {

@@ -1,6 +1,10 @@
 //! Modules pulled by reference into kwctl's store, from registries the
 //! tests start on loopback: go-containerregistry's registry (built from
-//! `host/tests/registry/`), and a one-file HTTP server for `http://`.
+//! `host/tests/registry/`), over plain HTTP and over TLS with a CA made for
+//! the run, and a one-file HTTP server for `http://`.
+
+#[path = "../../evaluator/tests/common/mod.rs"]
+mod policies;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -12,7 +16,11 @@ use policy_host::modules::Store;
 /// A registry on loopback, stopped when dropped.
 struct Registry {
     child: Child,
+    /// Over plain HTTP, where the tests push.
     address: String,
+    /// The same registry over TLS, when asked for, and the directory that
+    /// holds its CA's certificate (`ca.pem`).
+    secure: Option<(String, tempfile::TempDir)>,
 }
 
 impl Drop for Registry {
@@ -48,18 +56,33 @@ fn program() -> PathBuf {
 
 /// go-containerregistry's registry, started afresh.
 fn registry() -> Registry {
-    let mut child = Command::new(program())
+    start(false)
+}
+
+/// The registry, served over TLS too.
+fn secure_registry() -> Registry {
+    start(true)
+}
+
+fn start(tls: bool) -> Registry {
+    let ca = tempfile::tempdir().unwrap();
+    let mut command = Command::new(program());
+    if tls {
+        command.arg("-tls").arg(ca.path());
+    }
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut address = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut address)
-        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut line = || lines.next().unwrap().unwrap().trim().to_string();
+    let address = line();
+    let secure = tls.then(|| (line(), ca));
     Registry {
         child,
-        address: address.trim().to_string(),
+        address,
+        secure,
     }
 }
 
@@ -211,4 +234,115 @@ fn a_module_at_an_http_address_is_fetched() {
             .join(format!("http/{address}/modules/policy.wasm"))
     );
     assert_eq!(std::fs::read(pulled).unwrap(), module());
+}
+
+/// Where `policy-runner check` finds the roots it trusts.
+enum Roots<'a> {
+    /// The platform's, which never hold the test CA.
+    Platform,
+    /// `SSL_CERT_FILE`, as the platform's roots are read on Linux.
+    File(&'a Path),
+}
+
+/// `policy-runner check --policy` on a Pod, its policy's module at
+/// `reference`, pulled into the store at `root`.
+fn check_pulling(reference: &str, root: &Path, roots: Roots) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "apiVersion: policies.kubewarden.io/v1\nkind: ClusterAdmissionPolicy\n\
+             metadata:\n  name: stamp\nspec:\n  module: {reference}\n  mutating: true\n\
+             \x20 rules:\n    - apiGroups: [\"\"]\n      apiVersions: [v1]\n\
+             \x20     resources: [pods]\n      operations: [CREATE]\n\
+             \x20 settings:\n    annotation: example.com/stamped\n"
+        ),
+    )
+    .unwrap();
+    let pod = dir.path().join("pod.yaml");
+    std::fs::write(
+        &pod,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: app\nspec:\n  containers:\n\
+         \x20   - name: app\n      image: nginx\n",
+    )
+    .unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_policy-runner"));
+    command
+        .args(["check", "--no-cache", "-o", "json", "--store"])
+        .arg(root)
+        .arg("--policy")
+        .arg(&policy)
+        .arg(&pod)
+        .env_remove("SSL_CERT_DIR")
+        .env_remove("SSL_CERT_FILE");
+    if let Roots::File(file) = roots {
+        command.env("SSL_CERT_FILE", file);
+    }
+    command.output().unwrap()
+}
+
+/// The test CA's registry holding the waPC test policy at
+/// `policies/stamp:v1`, and its reference over TLS.
+fn stamp_over_tls() -> (Registry, String, Vec<u8>) {
+    let registry = secure_registry();
+    let module = std::fs::read(policies::module("wapc")).unwrap();
+    push(&registry, "policies/stamp:v1", &module, &[]);
+    let (secure, _) = registry.secure.as_ref().unwrap();
+    let reference = format!("registry://{secure}/policies/stamp:v1");
+    (registry, reference, module)
+}
+
+#[test]
+fn check_pulls_over_tls_from_a_registry_whose_ca_it_trusts() {
+    let (registry, reference, module) = stamp_over_tls();
+    let (secure, ca) = registry.secure.as_ref().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let ran = check_pulling(
+        &reference,
+        root.path(),
+        Roots::File(&ca.path().join("ca.pem")),
+    );
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    // Judged: the waPC test policy stamps the Pod and accepts it.
+    assert_eq!(ran.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("example.com/stamped"), "{stdout}");
+    let stored = root
+        .path()
+        .join(format!("registry/{secure}/policies/stamp:v1"));
+    assert_eq!(std::fs::read(stored).unwrap(), module);
+}
+
+#[test]
+fn a_registry_whose_certificate_nothing_trusts_is_an_error_naming_why() {
+    let (_registry, reference, _) = stamp_over_tls();
+    let root = tempfile::tempdir().unwrap();
+    let ran = check_pulling(&reference, root.path(), Roots::Platform);
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot pull {reference}")),
+        "{stderr}"
+    );
+    // UnknownIssuer where the platform has roots; that it has none, where
+    // it has none.
+    assert!(stderr.contains("certificate"), "{stderr}");
+}
+
+#[test]
+fn roots_that_hold_no_certificate_are_an_error_not_a_panic() {
+    let (_registry, reference, _) = stamp_over_tls();
+    let root = tempfile::tempdir().unwrap();
+    let empty = tempfile::NamedTempFile::new().unwrap();
+    let ran = check_pulling(&reference, root.path(), Roots::File(empty.path()));
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot pull {reference}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("No CA certificates"), "{stderr}");
 }

@@ -314,6 +314,8 @@ fn main() -> ExitCode {
     // clap prints help and version on stdout (status 0) and a usage error
     // on stderr (status 2).
     let cli = Cli::parse();
+    // Before any command can build a TLS client (a pull) or server.
+    policy_host::tls::install_crypto_provider();
     // For `check` and `test`, 1 means that something was rejected or
     // failed.
     let checking = matches!(cli.command, Command::Check(_) | Command::Test(_));
