@@ -101,7 +101,7 @@ fn read_json(text: &str, first_line: usize, alone: bool) -> Result<String, Refus
         let stand_ins = matches!(text, Cow::Owned(_));
         let streamed = Streamed::new(&text, first_line).stand_ins(stand_ins);
         let read = match streamed.alone(alone).run() {
-            Err(Stop::NeedsTree) => tree::to_json(&text, first_line, alone),
+            Err(Stop::NeedsTree) => tree::to_json(&text, first_line, alone, stand_ins),
             read => read,
         };
         match read {
@@ -483,6 +483,12 @@ mod tests {
                 .reason
                 .contains("unexpected ':'")
         );
+        // And the character itself, where the tree reads it (an anchor),
+        // as kubectl keeps it: only a text read again holds stand-ins.
+        assert_eq!(
+            json("a: &x \u{fdd0}\nb: *x\n"),
+            "{\"a\":\"\u{fdd0}\",\"b\":\"\u{fdd0}\"}"
+        );
     }
 
     #[test]
@@ -615,7 +621,7 @@ mod tests {
         };
         Some((
             read(Streamed::new(text, 1).run())?,
-            read(tree::to_json(text, 1, false)).expect("the tree reads anything"),
+            read(tree::to_json(text, 1, false, false)).expect("the tree reads anything"),
         ))
     }
 

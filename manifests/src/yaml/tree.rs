@@ -50,15 +50,22 @@ enum Json {
     Object(Vec<(String, Json)>),
 }
 
-/// `alone`: nothing may follow the document's node (`entry_to_json`).
-pub(super) fn to_json(text: &str, first_line: usize, alone: bool) -> Result<String, Stop> {
+/// `alone`: nothing may follow the document's node (`entry_to_json`);
+/// `stand_ins`: the text holds colons read as stand-ins, which go back
+/// (a text that holds the stand-in itself is read as it is).
+pub(super) fn to_json(
+    text: &str,
+    first_line: usize,
+    alone: bool,
+    stand_ins: bool,
+) -> Result<String, Stop> {
     let refuse = |line: usize, reason: String| {
         Stop::Refused(Refusal {
             line: first_line + line,
             reason,
         })
     };
-    let (tree, root) = read(text, first_line, alone)?;
+    let (tree, root) = read(text, first_line, alone, stand_ins)?;
     let Some(root) = root else {
         return Ok("null".to_string());
     };
@@ -81,7 +88,12 @@ pub(super) fn to_json(text: &str, first_line: usize, alone: bool) -> Result<Stri
 }
 
 /// The tree of the first document of `text`, and its root.
-fn read(text: &str, first_line: usize, alone: bool) -> Result<(Tree, Option<usize>), Stop> {
+fn read(
+    text: &str,
+    first_line: usize,
+    alone: bool,
+    stand_ins: bool,
+) -> Result<(Tree, Option<usize>), Stop> {
     let mut parser = Parser::new(text);
     let mut tree = Tree { nodes: Vec::new() };
     let mut anchors: HashMap<String, usize> = HashMap::new();
@@ -141,7 +153,10 @@ fn read(text: &str, first_line: usize, alone: bool) -> Result<(Tree, Option<usiz
                 (
                     Node::Scalar {
                         tag: tag.map(Into::into),
-                        value: colons_back(value).into(),
+                        value: match stand_ins {
+                            true => colons_back(value).into(),
+                            false => value.into(),
+                        },
                         implicit,
                     },
                     anchor,
