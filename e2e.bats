@@ -823,3 +823,121 @@ patch_of() {
   [ "$(jq -r '.results[] | select(.allowed == false) | .object' <<<"$output")" = "Pod closed/web" ]
   [[ "$(jq -r '.results[] | select(.allowed == false) | .message' <<<"$output")" == *'Namespace closed is labelled locked=true'* ]]
 }
+
+# The hostile test policies (evaluator/tests/policies/hostile-*), which
+# misbehave as their settings say. kwctl has no deadline, so a loop runs
+# under the runner alone; what kwctl answers too (a trap, an answer that is
+# not JSON) runs under $RUNNER.
+
+hostile_runner() {
+  "$BATS_TEST_DIRNAME/target/debug/policy-runner" "$@"
+}
+
+# A ClusterAdmissionPolicy named $1 for Pods, on the hostile module $2,
+# with settings $3 and, optionally, one more line of its spec ($4).
+hostile_policy() {
+  printf 'apiVersion: policies.kubewarden.io/v1\nkind: ClusterAdmissionPolicy\nmetadata:\n  name: %s\n' "$1"
+  printf 'spec:\n  module: %s\n' "$BATS_TEST_DIRNAME/target/test-policies/$2.wasm"
+  printf '  rules: [{apiGroups: [""], apiVersions: [v1], resources: [pods], operations: [CREATE]}]\n'
+  printf '  settings: %s\n' "$3"
+  [ -z "${4:-}" ] || printf '  %s\n' "$4"
+}
+
+@test "hostile: a loop is cut at --policy-timeout, exit 1, naming the policy and the deadline" {
+  modes_built
+  for module in hostile-wapc hostile-wasi; do
+    run --separate-stderr hostile_runner run --policy-timeout 1 "target/test-policies/$module.wasm" \
+      -r test_data/modes/pod-open.json --settings-json '{"validate":"loop"}'
+    [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [[ "$stderr" == "Error: target/test-policies/$module.wasm: interrupted at the deadline of 1 s: the evaluation took too long" ]]
+    # Settings that loop are invalid settings, which say the deadline.
+    run --separate-stderr hostile_runner run --policy-timeout 1 "target/test-policies/$module.wasm" \
+      -r test_data/modes/pod-open.json --settings-json '{"validateSettings":"loop"}'
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "Error: Provided settings are not valid: interrupted at the deadline of 1 s"* ]]
+    # A nap within the deadline passes.
+    run --separate-stderr hostile_runner run --policy-timeout 1 "target/test-policies/$module.wasm" \
+      -r test_data/modes/pod-open.json --settings-json '{"validate":"sleep","sleepMilliseconds":200}'
+    accepted
+  done
+}
+
+@test "hostile: a policy's timeoutEvalSeconds is its deadline, and --disable-timeout-protection lifts it" {
+  modes_built
+  hostile_policy sleepy hostile-wapc '{validate: sleep, sleepMilliseconds: 3000}' 'timeoutEvalSeconds: 2' \
+    > "$BATS_TEST_TMPDIR/sleepy.yaml"
+  run --separate-stderr hostile_runner run --policy-timeout 10 "$BATS_TEST_TMPDIR/sleepy.yaml" \
+    -r test_data/modes/pod-open.json
+  [ "$status" -eq 1 ]
+  [[ "$stderr" == "Error: policy sleepy: interrupted at the deadline of 2 s: the evaluation took too long" ]]
+  run --separate-stderr hostile_runner run --disable-timeout-protection "$BATS_TEST_TMPDIR/sleepy.yaml" \
+    -r test_data/modes/pod-open.json
+  accepted
+}
+
+@test "hostile: a trap and an answer that is not JSON are 500 rejections, as kwctl prints them" {
+  modes_built
+  for module in hostile-wapc hostile-wasi; do
+    mode_run "$module.wasm" pod-open.json --settings-json '{"validate":"trap"}'
+    [ "$status" -eq 0 ]
+    [[ "$output" == *'"allowed":false'*'"code":500'* ]]
+    mode_run "$module.wasm" pod-open.json --settings-json '{"validate":"garbage"}'
+    [ "$status" -eq 0 ]
+    [[ "$output" == *'"allowed":false'*'"code":500'* ]]
+  done
+}
+
+@test "hostile: memory past --max-memory fails the evaluation" {
+  modes_built
+  # The runner alone: kwctl sets no cap, and would let the guest take 4 GiB.
+  for module in hostile-wapc hostile-wasi; do
+    run --separate-stderr hostile_runner run --max-memory 64 "target/test-policies/$module.wasm" \
+      -r test_data/modes/pod-open.json --settings-json '{"validate":"memory"}'
+    [ "$status" -eq 0 ]
+    [[ "$output" == *'"allowed":false'*'"code":500'* ]]
+  done
+  [[ "$stderr" == *'hostile-wasi.wasm: the guest needed more than its 64 MiB of memory'* ]]
+}
+
+@test "check: a looping policy's objects are rows of their own, the other policy judges them all, exit 2" {
+  modes_built
+  local dir="$BATS_TEST_TMPDIR/set"
+  mkdir -p "$dir"
+  hostile_policy loops hostile-wapc '{validate: loop}' > "$dir/loop.yaml"
+  sed "s#module: .*#module: $BATS_TEST_DIRNAME/$POLICY#" examples/cluster-admission-policy.yaml > "$dir/annotations.yaml"
+  run --separate-stderr hostile_runner check --policy-timeout 1 --policy "$dir" -o json examples/
+  [ "$status" -eq 2 ]
+  [ "$(jq '.failed' <<<"$output")" -ge 1 ]
+  jq -e '[.results[] | select(.failed)] | all(.message | startswith("loops: interrupted at the deadline of 1 s"))' <<<"$output"
+  # Every object is judged by the other policy.
+  [ "$(jq '[.results[] | select(.policies | any(.policy == "require-owner"))] | length' <<<"$output")" -eq "$(jq '.checked' <<<"$output")" ]
+}
+
+@test "serve: a review whose evaluation loops gets policy-server's answer at the deadline, and the next is judged" {
+  modes_built
+  local runner="$BATS_TEST_DIRNAME/target/debug/policy-runner" dir="$BATS_TEST_TMPDIR"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+    -keyout "$dir/key.pem" -out "$dir/cert.pem" -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+  for module in hostile-wapc hostile-wasi; do
+    "$runner" serve --policy-timeout 1 "target/test-policies/$module.wasm" --settings-json '{}' \
+      --listen 127.0.0.1:0 --cert "$dir/cert.pem" --key "$dir/key.pem" 2>"$dir/serve.log" &
+    local pid=$!
+    local url
+    url=$(served_url "$dir/serve.log")
+    jq '.request.object.metadata.annotations = {"hostile.example.com/validate": "loop"}' \
+      test_data/modes/pod-open.json > "$dir/loop.json"
+    run curl -sS --max-time 10 --cacert "$dir/cert.pem" -H 'Content-Type: application/json' \
+      --data-binary @"$dir/loop.json" "$url/validate/hostile"
+    local looped="$output"
+    run curl -sS --max-time 10 --cacert "$dir/cert.pem" -H 'Content-Type: application/json' \
+      --data-binary @test_data/modes/pod-open.json "$url/validate/hostile"
+    kill "$pid"
+    [ "$(jq -c '.response | [.allowed, .status.code]' <<<"$looped")" = '[false,500]' ]
+    if [ "$module" = hostile-wapc ]; then
+      [ "$(jq -r '.response.status.message' <<<"$looped")" = \
+        "Policy execution interrupted because it exceeded the allowed execution time" ]
+    fi
+    [ "$(jq -c '.response.allowed' <<<"$output")" = true ]
+  done
+}

@@ -27,6 +27,7 @@ fn the_run_page_shows_what_run_prints() {
         allowed_host_capabilities: vec!["*".to_string()],
         cluster_objects: Vec::new(),
         live_cluster: false,
+        limits: Default::default(),
     }
     .run()
     .unwrap();

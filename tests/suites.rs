@@ -32,6 +32,7 @@ fn command(paths: &[&Path], format: Format) -> Command {
             root: Some(std::env::temp_dir().join("policy-runner-suites-no-store")),
             offline: true,
         },
+        limits: Default::default(),
     }
 }
 

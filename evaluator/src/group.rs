@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use crate::response::not_allowed_to_mutate;
-use crate::{HostError, Policy, ValidationVerdict};
+use crate::{Answer, HostError, Policy, ValidationVerdict};
 
 /// What judges a request: one policy's settings, or a group of members.
 #[derive(Debug, Clone)]
@@ -64,6 +64,34 @@ pub struct Judged {
     /// The members that the expression called and that rejected, in name
     /// order (policy-server lists them in a hash map's order).
     pub causes: Vec<Cause>,
+    /// The members (or the one policy) that gave no verdict, and why:
+    /// policy-server answered each with a rejection of code 500, which
+    /// the verdict takes in as it would.
+    pub failures: Vec<Failure>,
+}
+
+/// A member that failed to judge: it trapped, answered out of protocol,
+/// ran past its deadline or its memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// The group's member; `None` for a policy alone.
+    pub member: Option<String>,
+    pub error: HostError,
+}
+
+impl Failure {
+    /// The failure in one line, naming the policy (and the member):
+    /// `annotations: interrupted at the deadline of 2 s: …`.
+    pub fn line(&self, policy: &str) -> String {
+        let whose = match &self.member {
+            None => policy.to_string(),
+            Some(member) => format!("{policy} (member {member})"),
+        };
+        format!(
+            "{whose}: {}; policy-server answers with a rejection of code 500",
+            self.error
+        )
+    }
 }
 
 impl Judged {
@@ -144,31 +172,34 @@ impl Judging {
     }
 
     /// Judges `request` (an AdmissionRequest's JSON text).
-    pub fn judge(&self, instance: &Policy, request: &[u8]) -> Result<Judged, HostError> {
+    pub fn judge(&self, instance: &Policy, request: &[u8]) -> Judged {
         self.judge_each(&|_| instance, request)
     }
 
     /// As [`Judging::judge`], each member on its own module's instance.
-    pub fn judge_each<'a>(
-        &self,
-        instance: &dyn Fn(usize) -> &'a Policy,
-        request: &[u8],
-    ) -> Result<Judged, HostError> {
+    pub fn judge_each<'a>(&self, instance: &dyn Fn(usize) -> &'a Policy, request: &[u8]) -> Judged {
         match self {
             Judging::Single {
                 settings,
                 mutating,
                 name,
             } => {
-                let verdict = instance(0).validate(request, settings)?;
+                let Answer { verdict, failure } = instance(0).answer(request, settings, false);
                 let verdict = match !mutating && changes(request, &verdict) {
                     true => ValidationVerdict::rejected(not_allowed_to_mutate(name), None),
                     false => verdict,
                 };
-                Ok(Judged {
+                Judged {
                     verdict,
                     causes: Vec::new(),
-                })
+                    failures: failure
+                        .map(|error| Failure {
+                            member: None,
+                            error,
+                        })
+                        .into_iter()
+                        .collect(),
+                }
             }
             Judging::Group(group) => group.judge(instance, request),
         }
@@ -210,17 +241,21 @@ fn changes(request: &[u8], verdict: &ValidationVerdict) -> bool {
 }
 
 impl Group {
-    fn judge<'a>(
-        &self,
-        instance: &dyn Fn(usize) -> &'a Policy,
-        request: &[u8],
-    ) -> Result<Judged, HostError> {
+    fn judge<'a>(&self, instance: &dyn Fn(usize) -> &'a Policy, request: &[u8]) -> Judged {
         // Every member's verdict first: Rhai needs its functions to own what
         // they answer. Members have no side effects, so only the calls the
-        // expression makes count.
+        // expression makes count. A member that fails rejects, in
+        // policy-server's words.
         let mut verdicts = Vec::with_capacity(self.members.len());
+        let mut failures = Vec::new();
         for (i, (name, settings)) in self.members.iter().enumerate() {
-            let verdict = instance(i).validate(request, settings)?;
+            let Answer { verdict, failure } = instance(i).answer(request, settings, false);
+            if let Some(error) = failure {
+                failures.push(Failure {
+                    member: Some(name.clone()),
+                    error,
+                });
+            }
             // policy-server refuses a member's mutation as the member's
             // rejection.
             let verdict = match changes(request, &verdict) {
@@ -257,7 +292,13 @@ impl Group {
                 })
                 .collect(),
         };
-        Ok(Judged {
+        // policy-server runs a member only where the expression calls it.
+        failures.retain(|f: &Failure| {
+            f.member
+                .as_ref()
+                .is_some_and(|m| evaluation.called.contains(m))
+        });
+        Judged {
             verdict: ValidationVerdict {
                 accepted,
                 message: (!accepted).then_some(message),
@@ -265,7 +306,8 @@ impl Group {
                 ..ValidationVerdict::accepted()
             },
             causes,
-        })
+            failures,
+        }
     }
 }
 

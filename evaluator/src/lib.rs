@@ -11,58 +11,32 @@
 //! `run`, `check`, `test` and `serve` run policies through this crate; it
 //! knows none of them.
 
+mod answer;
 pub mod capabilities;
 pub mod group;
 pub mod kinds;
+pub mod limits;
 pub mod metadata;
 mod rego;
 pub mod response;
 mod wapc;
 mod wasi;
 
-use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
-use serde_json::Value;
 use wasmtime::{Cache, CacheConfig, Config, Engine, Module, ProfilingStrategy};
 
+use answer::parse;
+pub use answer::{
+    Answer, HostError, MAX_ANSWER, REGO_TIMEOUT, SettingsVerdict, ValidationVerdict, WAPC_TIMEOUT,
+};
 use capabilities::Context;
+pub use limits::Limits;
 use metadata::{ExecutionMode, Metadata};
 use response::AdmissionResponse;
-
-/// Why a call into the guest did not give a usable answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HostError {
-    /// The module could not be compiled or instantiated.
-    Load(String),
-    /// The guest trapped (unreachable, out of bounds, stack overflow, ...).
-    Trap(String),
-    /// The guest returned an error, or a WASI program failed.
-    Guest(String),
-    /// The guest answered, but not with the JSON the protocol expects.
-    BadAnswer { operation: String, reason: String },
-}
-
-impl fmt::Display for HostError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HostError::Load(m) => write!(f, "cannot load the module: {m}"),
-            HostError::Trap(m) => write!(f, "the guest trapped: {m}"),
-            HostError::Guest(m) => write!(f, "the guest returned an error: {m}"),
-            HostError::BadAnswer { operation, reason } => {
-                write!(
-                    f,
-                    "the guest's answer to `{operation}` is malformed: {reason}"
-                )
-            }
-        }
-    }
-}
-
-impl std::error::Error for HostError {}
 
 /// `Err` with one line naming `path` when `bytes` are no WebAssembly
 /// module: wasmtime would try them as the text format and answer with a
@@ -143,6 +117,7 @@ impl CompiledPolicy {
             metadata::execution_mode(metadata.as_ref(), asked, rego).map_err(HostError::Load)?;
         let engine =
             Engine::new(&engine_config()?).map_err(|e| HostError::Load(format!("{e:#}")))?;
+        limits::tick(&engine).map_err(HostError::Load)?;
         let start = Instant::now();
         let module = Module::new(&engine, bytes).map_err(|e| HostError::Load(format!("{e:#}")))?;
         let took = start.elapsed();
@@ -177,44 +152,53 @@ impl CompiledPolicy {
         self.metadata.as_ref()
     }
 
-    /// A fresh instance whose host calls nothing answers.
+    /// A fresh instance whose host calls nothing answers, bounded by
+    /// policy-server's deadline and the runner's memory cap.
     pub fn instantiate(&self) -> Result<Policy, HostError> {
-        self.instance(Arc::new(Context::default()), None)
+        self.instantiate_bounded(Arc::new(Context::default()), Limits::default())
     }
 
-    /// A fresh instance whose host calls `context` checks and answers.
+    /// A fresh instance whose host calls `context` checks and answers,
+    /// with the default limits.
     pub fn instantiate_with(&self, context: Arc<Context>) -> Result<Policy, HostError> {
-        self.instance(context, None)
+        self.instantiate_bounded(context, Limits::default())
     }
 
     /// An instance whose linear memory may not grow past `max_memory` bytes:
-    /// a guest that needs more fails its allocation, which shows as a trap.
+    /// a guest that needs more fails its allocation.
     pub fn instantiate_limited(&self, max_memory: usize) -> Result<Policy, HostError> {
-        self.instance(Arc::new(Context::default()), Some(max_memory))
+        let limits = Limits {
+            memory: Some(max_memory),
+            ..Limits::default()
+        };
+        self.instantiate_bounded(Arc::new(Context::default()), limits)
     }
 
-    fn instance(
+    /// A fresh instance whose every call `limits` bounds; a waPC module's
+    /// initialisation runs under the same deadline.
+    pub fn instantiate_bounded(
         &self,
         context: Arc<Context>,
-        max_memory: Option<usize>,
+        limits: Limits,
     ) -> Result<Policy, HostError> {
         let runtime = match &self.prepared {
-            Prepared::Wapc => Runtime::Wapc(wapc::instantiate(
+            Prepared::Wapc => Runtime::Wapc(wapc::Instance::new(
                 &self.engine,
                 &self.module,
                 context,
-                max_memory,
+                limits,
             )?),
             Prepared::Wasi(prepared) => Runtime::Wasi {
                 prepared: prepared.clone(),
                 context,
-                max_memory,
             },
-            Prepared::Rego(prepared, _) => {
-                Runtime::Rego(Box::new(rego::Instance::new(prepared.clone(), context)))
-            }
+            Prepared::Rego(prepared, _) => Runtime::Rego(Box::new(rego::Instance::new(
+                prepared.clone(),
+                context,
+                limits,
+            ))),
         };
-        Ok(Policy { runtime })
+        Ok(Policy { runtime, limits })
     }
 }
 
@@ -251,6 +235,9 @@ pub fn keep_compiled_modules(directory: Option<&Path>) -> Result<(), String> {
 fn engine_config() -> Result<Config, HostError> {
     let mut config = Config::new();
     config.cache(MODULE_CACHE.get().cloned().flatten());
+    // Every call has a deadline (`limits`); a call without one is given
+    // more ticks than a run has.
+    config.epoch_interruption(true);
     match std::env::var("POLICY_HOST_PROFILER").as_deref() {
         Err(_) => {}
         Ok("jitdump") => {
@@ -271,6 +258,7 @@ fn engine_config() -> Result<Config, HostError> {
 /// One instance of the module, as policy-server keeps one per worker.
 pub struct Policy {
     runtime: Runtime,
+    limits: Limits,
 }
 
 enum Runtime {
@@ -279,67 +267,9 @@ enum Runtime {
     Wasi {
         prepared: Arc<wasi::Prepared>,
         context: Arc<Context>,
-        max_memory: Option<usize>,
     },
     /// Boxed: an OPA instance holds a wasmtime store.
     Rego(Box<rego::Instance>),
-}
-
-/// The guest's answer to `validate_settings`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct SettingsVerdict {
-    pub valid: bool,
-    pub message: Option<String>,
-}
-
-/// The guest's answer to `validate` (Kubewarden's ValidationResponse), or
-/// what a Rego policy's answer says.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct ValidationVerdict {
-    pub accepted: bool,
-    pub message: Option<String>,
-    pub code: Option<u16>,
-    #[serde(default)]
-    pub mutated_object: Option<Value>,
-    #[serde(default)]
-    pub audit_annotations: Option<serde_json::Map<String, Value>>,
-    #[serde(default)]
-    pub warnings: Option<Vec<String>>,
-    /// A JSONPatch (base64) the policy made itself: an `opa` policy answers
-    /// with a whole AdmissionResponse.
-    #[serde(skip)]
-    pub patch: Option<String>,
-}
-
-impl ValidationVerdict {
-    pub fn accepted() -> ValidationVerdict {
-        ValidationVerdict {
-            accepted: true,
-            message: None,
-            code: None,
-            mutated_object: None,
-            audit_annotations: None,
-            warnings: None,
-            patch: None,
-        }
-    }
-
-    pub fn rejected(message: String, code: Option<u16>) -> ValidationVerdict {
-        ValidationVerdict {
-            accepted: false,
-            message: Some(message),
-            code,
-            ..ValidationVerdict::accepted()
-        }
-    }
-}
-
-/// How a WASI program's failure is told apart from a malformed answer.
-fn wasi_failed(failed: wasi::Failed) -> HostError {
-    match failed.stderr.is_empty() {
-        true => HostError::Guest(failed.reason),
-        false => HostError::Guest(failed.stderr),
-    }
 }
 
 impl Policy {
@@ -349,6 +279,11 @@ impl Policy {
             Runtime::Wasi { .. } => ExecutionMode::Wasi,
             Runtime::Rego(instance) => instance.mode(),
         }
+    }
+
+    /// What bounds each of its calls.
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 
     /// Calls a waPC function and returns its raw answer; a module of
@@ -371,18 +306,11 @@ impl Policy {
     pub fn validate_settings(&self, settings: &[u8]) -> Result<SettingsVerdict, HostError> {
         match &self.runtime {
             Runtime::Wapc(_) => self.call_json("validate_settings", settings),
-            Runtime::Wasi {
-                prepared,
-                context,
-                max_memory,
-            } => {
+            Runtime::Wasi { prepared, context } => {
                 let ran = prepared
-                    .run(context, *max_memory, "validate-settings", settings)
-                    .map_err(wasi_failed)?;
-                serde_json::from_slice(&ran.stdout).map_err(|e| HostError::BadAnswer {
-                    operation: "validate-settings".to_string(),
-                    reason: format!("{e}: {}", String::from_utf8_lossy(&ran.stdout)),
-                })
+                    .run(context, &self.limits, "validate-settings", settings)
+                    .map_err(|failed| failed.error(&self.limits))?;
+                parse(&ran.stdout, "validate-settings").map_err(|(_, failure)| failure)
             }
             // policy-server takes any settings of a Rego policy.
             Runtime::Rego(_) => Ok(SettingsVerdict {
@@ -393,7 +321,8 @@ impl Policy {
     }
 
     /// What policy-server makes of the settings: a guest that fails to
-    /// answer makes them invalid, in policy-evaluator's words.
+    /// answer makes them invalid, in policy-evaluator's words; one stopped
+    /// at its deadline or memory cap says so first.
     pub fn settings_verdict(&self, settings: &[u8]) -> SettingsVerdict {
         let invalid = |message: String| SettingsVerdict {
             valid: false,
@@ -403,22 +332,27 @@ impl Policy {
             Runtime::Wapc(instance) => match instance.call_raw("validate_settings", settings) {
                 Ok(answer) => serde_json::from_slice(&answer)
                     .unwrap_or_else(|e| invalid(format!("error: InvalidResponseWithError({e:?})"))),
-                Err(e) => invalid(format!(
-                    "Error invoking settings validation callback: {e:?}"
-                )),
+                Err(e) => {
+                    let said = format!("Error invoking settings validation callback: {e:?}");
+                    match instance.stopped(&e) {
+                        Some(stop) => invalid(format!("{stop} ({said})")),
+                        None => invalid(said),
+                    }
+                }
             },
-            Runtime::Wasi {
-                prepared,
-                context,
-                max_memory,
-            } => match prepared.run(context, *max_memory, "validate-settings", settings) {
-                Ok(ran) => serde_json::from_slice(&ran.stdout).unwrap_or_else(|e| {
-                    invalid(format!(
-                        "Cannot deserialize settings validation response: {e}"
-                    ))
-                }),
-                Err(failed) => invalid(failed.stderr),
-            },
+            Runtime::Wasi { prepared, context } => {
+                match prepared.run(context, &self.limits, "validate-settings", settings) {
+                    Ok(ran) => serde_json::from_slice(&ran.stdout).unwrap_or_else(|e| {
+                        invalid(format!(
+                            "Cannot deserialize settings validation response: {e}"
+                        ))
+                    }),
+                    Err(failed) if failed.timed_out || failed.refused => {
+                        invalid(failed.error(&self.limits).to_string())
+                    }
+                    Err(failed) => invalid(failed.stderr),
+                }
+            }
             Runtime::Rego(_) => SettingsVerdict {
                 valid: true,
                 message: None,
@@ -454,18 +388,11 @@ impl Policy {
     pub fn validate_payload(&self, payload: &[u8]) -> Result<ValidationVerdict, HostError> {
         match &self.runtime {
             Runtime::Wapc(_) => self.call_json("validate", payload),
-            Runtime::Wasi {
-                prepared,
-                context,
-                max_memory,
-            } => {
+            Runtime::Wasi { prepared, context } => {
                 let ran = prepared
-                    .run(context, *max_memory, "validate", payload)
-                    .map_err(wasi_failed)?;
-                serde_json::from_slice(&ran.stdout).map_err(|e| HostError::BadAnswer {
-                    operation: "validate".to_string(),
-                    reason: format!("{e}: {}", String::from_utf8_lossy(&ran.stdout)),
-                })
+                    .run(context, &self.limits, "validate", payload)
+                    .map_err(|failed| failed.error(&self.limits))?;
+                parse(&ran.stdout, "validate").map_err(|(_, failure)| failure)
             }
             Runtime::Rego(instance) => {
                 #[derive(Deserialize)]
@@ -489,51 +416,66 @@ impl Policy {
         }
     }
 
+    /// The policy's verdict on `request` as policy-server takes it: what
+    /// it answered, or, where it failed (a trap, an answer out of
+    /// protocol, its deadline, its memory), the rejection policy-server
+    /// answers in its place, beside the failure.
+    pub fn answer(&self, request: &[u8], settings: &[u8], raw: bool) -> Answer {
+        match &self.runtime {
+            Runtime::Wapc(instance) => {
+                let payload = validate_payload(request, settings);
+                match instance.call_raw("validate", &payload) {
+                    Ok(answer) => match parse(&answer, "validate") {
+                        Ok(verdict) => Answer::given(verdict),
+                        Err((e, failure)) => {
+                            Answer::internal(&format!("invalid response from policy: {e}"), failure)
+                        }
+                    },
+                    Err(e) => match instance.stopped(&e) {
+                        Some(stop @ HostError::Timeout { .. }) => {
+                            Answer::failed(WAPC_TIMEOUT.to_string(), stop)
+                        }
+                        Some(stop) => Answer::internal(&e.to_string(), stop),
+                        None => Answer::internal(&e.to_string(), wapc::host_error(e)),
+                    },
+                }
+            }
+            Runtime::Wasi { prepared, context } => {
+                let payload = validate_payload(request, settings);
+                match prepared.run(context, &self.limits, "validate", &payload) {
+                    Ok(ran) => match parse(&ran.stdout, "validate") {
+                        Ok(verdict) => Answer::given(verdict),
+                        Err((e, failure)) => Answer::internal(
+                            &format!("Cannot deserialize policy validation response: {e}"),
+                            failure,
+                        ),
+                    },
+                    Err(failed) => {
+                        let message = failed.stderr.clone();
+                        Answer::failed(message, failed.error(&self.limits))
+                    }
+                }
+            }
+            Runtime::Rego(instance) => match instance.validate(request, settings, raw) {
+                Ok(verdict) => Answer::given(verdict),
+                Err(e) => {
+                    let message = match &e {
+                        HostError::Guest(m) | HostError::Trap(m) | HostError::Load(m) => m.clone(),
+                        HostError::BadAnswer { reason, .. } => reason.clone(),
+                        HostError::Timeout { .. } => REGO_TIMEOUT.to_string(),
+                        HostError::Memory { .. } => e.to_string(),
+                    };
+                    Answer::internal(&message, e)
+                }
+            },
+        }
+    }
+
     /// The AdmissionResponse policy-server sends for `request`: the
     /// policy's answer, its mutation as a JSONPatch, and a policy that
     /// cannot answer turned into a rejection as policy-server turns it.
     pub fn evaluate(&self, request: &[u8], settings: &[u8], raw: bool) -> AdmissionResponse {
-        let uid = uid(request);
-        let verdict = match &self.runtime {
-            Runtime::Wapc(instance) => {
-                let payload = validate_payload(request, settings);
-                match instance.call_raw("validate", &payload) {
-                    Ok(answer) => serde_json::from_slice::<ValidationVerdict>(&answer)
-                        .map_err(|e| format!("invalid response from policy: {e}")),
-                    Err(e) => Err(e.to_string()),
-                }
-            }
-            Runtime::Wasi {
-                prepared,
-                context,
-                max_memory,
-            } => {
-                let payload = validate_payload(request, settings);
-                match prepared.run(context, *max_memory, "validate", &payload) {
-                    Ok(ran) => serde_json::from_slice::<ValidationVerdict>(&ran.stdout)
-                        .map_err(|e| format!("Cannot deserialize policy validation response: {e}")),
-                    Err(failed) => return AdmissionResponse::reject(&uid, failed.stderr, 500),
-                }
-            }
-            Runtime::Rego(instance) => {
-                instance
-                    .validate(request, settings, raw)
-                    .map_err(|e| match e {
-                        HostError::Guest(m) | HostError::Trap(m) | HostError::Load(m) => m,
-                        HostError::BadAnswer { reason, .. } => reason,
-                    })
-            }
-        };
-        match verdict {
-            Ok(verdict) => {
-                let object = match verdict.mutated_object.is_some() {
-                    true => object(request, raw),
-                    false => None,
-                };
-                AdmissionResponse::from_verdict(&uid, object.as_ref(), &verdict)
-            }
-            Err(message) => AdmissionResponse::internal_error(&uid, &message),
-        }
+        self.answer(request, settings, raw).response(request, raw)
     }
 
     fn call_json<T: for<'de> Deserialize<'de>>(
@@ -542,45 +484,7 @@ impl Policy {
         payload: &[u8],
     ) -> Result<T, HostError> {
         let answer = self.call(operation, payload)?;
-        serde_json::from_slice(&answer).map_err(|e| HostError::BadAnswer {
-            operation: operation.to_string(),
-            reason: format!("{e}: {}", String::from_utf8_lossy(&answer)),
-        })
-    }
-}
-
-/// A request's `uid` (a raw request's, if it has one).
-fn uid(request: &[u8]) -> String {
-    #[derive(Deserialize)]
-    struct Uid {
-        #[serde(default)]
-        uid: Option<Value>,
-    }
-    let mut de = serde_json::Deserializer::from_slice(request);
-    de.disable_recursion_limit();
-    match Uid::deserialize(&mut de) {
-        Ok(Uid {
-            uid: Some(Value::String(uid)),
-        }) => uid,
-        _ => String::new(),
-    }
-}
-
-/// What the request asks to write, which a mutation is compared with: its
-/// `object`, or a raw request whole; `None` when it writes nothing.
-fn object(request: &[u8], raw: bool) -> Option<Value> {
-    let mut de = serde_json::Deserializer::from_slice(request);
-    de.disable_recursion_limit();
-    let value = Value::deserialize(&mut de).ok()?;
-    match raw {
-        true => Some(value),
-        false => match value {
-            Value::Object(mut request) => match request.remove("object") {
-                Some(Value::Null) | None => None,
-                object => object,
-            },
-            _ => None,
-        },
+        parse(&answer, operation).map_err(|(_, failure)| failure)
     }
 }
 

@@ -28,6 +28,7 @@ use serde_json::value::RawValue;
 use wasmtime::{Engine, Module};
 
 use crate::capabilities::Context;
+use crate::limits::Limits;
 use crate::metadata::ExecutionMode;
 use crate::{HostError, ValidationVerdict};
 use abi::{Abi, Dispatch};
@@ -48,7 +49,10 @@ pub(crate) fn prepare(
     module: &Module,
     mode: ExecutionMode,
 ) -> Result<Prepared, HostError> {
-    let mut abi = Abi::new(engine, module, Arc::new(Vec::new())).map_err(HostError::Load)?;
+    // Reading its builtins and entrypoints runs the module: bounded as an
+    // evaluation is.
+    let mut abi = Abi::new(engine, module, Arc::new(Vec::new()), &Limits::default())
+        .map_err(HostError::Load)?;
     let called = abi.builtins().map_err(HostError::Load)?;
     builtins::check(called.iter().map(|(name, _)| name.as_str())).map_err(HostError::Load)?;
     let dispatch = called
@@ -77,14 +81,16 @@ pub(crate) fn prepare(
 pub(crate) struct Instance {
     prepared: Arc<Prepared>,
     context: Arc<Context>,
+    limits: Limits,
     loaded: RefCell<Option<(Abi, Vec<u8>)>>,
 }
 
 impl Instance {
-    pub(crate) fn new(prepared: Arc<Prepared>, context: Arc<Context>) -> Instance {
+    pub(crate) fn new(prepared: Arc<Prepared>, context: Arc<Context>, limits: Limits) -> Instance {
         Instance {
             prepared,
             context,
+            limits,
             loaded: RefCell::new(None),
         }
     }
@@ -155,17 +161,46 @@ impl Instance {
                 &prepared.engine,
                 &prepared.module,
                 prepared.dispatch.clone(),
+                &self.limits,
             )
-            .map_err(HostError::Load)?;
+            .map_err(|e| self.stopped(e, false))?;
             *loaded = Some((abi, b"{}".to_vec()));
         }
         let (abi, loaded_data) = loaded.as_mut().expect("instantiated above");
-        if *loaded_data != data {
-            abi.load_data(&data).map_err(HostError::Guest)?;
-            *loaded_data = data;
+        let evaluated = match *loaded_data != data {
+            true => abi.load_data(&data).map(|()| *loaded_data = data),
+            false => Ok(()),
         }
-        abi.evaluate(self.prepared.entrypoint, &input)
-            .map_err(HostError::Guest)
+        .and_then(|()| abi.evaluate(self.prepared.entrypoint, &input));
+        match evaluated {
+            Ok(result) => Ok(result),
+            Err(message) => {
+                let error = self.stopped(message, abi.refused());
+                // Stopped wherever it was, the instance is not called
+                // again, as burrego resets its evaluator after a deadline.
+                if matches!(error, HostError::Timeout { .. } | HostError::Memory { .. }) {
+                    *loaded = None;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// A failure as an error: the deadline or the memory cap where one
+    /// stopped the module (`refused`: the cap refused it memory).
+    fn stopped(&self, message: String, refused: bool) -> HostError {
+        if message.contains(crate::REGO_TIMEOUT) {
+            HostError::Timeout {
+                limit: self.limits.timeout.unwrap_or_default(),
+                stderr: String::new(),
+            }
+        } else if refused {
+            HostError::Memory {
+                limit: self.limits.memory,
+            }
+        } else {
+            HostError::Guest(message)
+        }
     }
 }
 

@@ -1,38 +1,113 @@
 //! waPC modules (Rust and TinyGo policies), run as policy-server runs them:
 //! wasmtime underneath, waPC on top, the WASI imports linked, every host
-//! call through [`capabilities::dispatch`].
+//! call through [`capabilities::dispatch`], each call and the module's
+//! initialisation under the instance's deadline, its memory and tables
+//! under its cap.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use wapc::WapcHost;
 use wasmtime_provider::wasmtime::{Engine, Module};
-use wasmtime_provider::{ResourceLimits, WasmtimeEngineProviderBuilder};
+use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder};
 
 use crate::HostError;
 use crate::capabilities::{self, Context};
+use crate::limits::Limits;
+
+/// wasmtime-provider's words for a call interrupted at its deadline, and
+/// for an initialisation that was (it gives no typed error; policy-evaluator
+/// looks for the same text).
+const INTERRUPTED: &str = "guest code interrupted, execution deadline exceeded";
+const INIT_INTERRUPTED: &str = "init interrupted, execution deadline exceeded";
 
 pub(crate) struct Instance {
-    host: WapcHost,
+    /// Rebuilt after a call is interrupted, as policy-server rebuilds it:
+    /// the guest stopped wherever it was, its state (a lock held, a heap
+    /// half updated) is not to be called again.
+    host: RefCell<WapcHost>,
+    engine: Engine,
+    module: Module,
+    context: Arc<Context>,
+    limits: Limits,
 }
 
-pub(crate) fn instantiate(
+impl Instance {
+    pub(crate) fn new(
+        engine: &Engine,
+        module: &Module,
+        context: Arc<Context>,
+        limits: Limits,
+    ) -> Result<Instance, HostError> {
+        let host = host(engine, module, &context, &limits)?;
+        Ok(Instance {
+            host: RefCell::new(host),
+            engine: engine.clone(),
+            module: module.clone(),
+            context,
+            limits,
+        })
+    }
+
+    /// Calls a waPC function: its answer, or the error waPC gives. A call
+    /// interrupted at its deadline leaves a new instance in its place.
+    pub(crate) fn call_raw(
+        &self,
+        operation: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, wapc::errors::Error> {
+        let called = self.host.borrow().call(operation, payload);
+        if let Err(error) = &called
+            && error.to_string().contains(INTERRUPTED)
+        {
+            // Where a new one cannot be made, the next call fails as this
+            // one did rather than run on a broken instance.
+            if let Ok(host) = host(&self.engine, &self.module, &self.context, &self.limits) {
+                *self.host.borrow_mut() = host;
+            }
+        }
+        called
+    }
+
+    pub(crate) fn call(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>, HostError> {
+        self.call_raw(operation, payload)
+            .map_err(|e| self.stopped(&e).unwrap_or_else(|| host_error(e)))
+    }
+
+    /// The deadline, where it interrupted the call; `None` for any other
+    /// error. (wasmtime-provider keeps the store's limiter to itself, so a
+    /// guest refused memory shows as the trap it then makes.)
+    pub(crate) fn stopped(&self, error: &wapc::errors::Error) -> Option<HostError> {
+        let text = error.to_string();
+        (text.contains(INTERRUPTED) || text.contains(INIT_INTERRUPTED)).then(|| {
+            HostError::Timeout {
+                limit: self.limits.timeout.unwrap_or_default(),
+                stderr: String::new(),
+            }
+        })
+    }
+}
+
+/// A waPC host on a fresh store; its `wapc_init` (or `_start`) runs under
+/// the deadline.
+fn host(
     engine: &Engine,
     module: &Module,
-    context: Arc<Context>,
-    max_memory: Option<usize>,
-) -> Result<Instance, HostError> {
-    let mut builder = WasmtimeEngineProviderBuilder::new()
+    context: &Arc<Context>,
+    limits: &Limits,
+) -> Result<WapcHost, HostError> {
+    let ticks = limits.ticks();
+    let provider = WasmtimeEngineProviderBuilder::new()
         .engine(engine.clone())
-        .module(module.clone());
-    if let Some(max) = max_memory {
-        builder = builder.enable_resource_limits(ResourceLimits {
-            max_memory_size: Some(max),
-            max_table_elements: None,
-        });
-    }
-    let provider = builder
+        .module(module.clone())
+        .enable_epoch_interruptions(EpochDeadlines {
+            wapc_init: ticks,
+            wapc_func: ticks,
+        })
+        .enable_resource_limits(limits.resource_limits())
         .build()
-        .map_err(|e| HostError::Load(e.to_string()))?;
+        .map_err(|e| load_error(e.to_string(), limits))?;
+    let context = context.clone();
     let callback = move |_id: u64,
                          binding: &str,
                          namespace: &str,
@@ -42,23 +117,19 @@ pub(crate) fn instantiate(
         capabilities::dispatch(&context, binding, namespace, operation, payload)
             .map_err(|e| e.into())
     };
-    let host = WapcHost::new(Box::new(provider), Some(Box::new(callback)))
-        .map_err(|e| HostError::Load(e.to_string()))?;
-    Ok(Instance { host })
+    WapcHost::new(Box::new(provider), Some(Box::new(callback)))
+        .map_err(|e| load_error(e.to_string(), limits))
 }
 
-impl Instance {
-    /// Calls a waPC function: its answer, or the error waPC gives.
-    pub(crate) fn call_raw(
-        &self,
-        operation: &str,
-        payload: &[u8],
-    ) -> Result<Vec<u8>, wapc::errors::Error> {
-        self.host.call(operation, payload)
-    }
-
-    pub(crate) fn call(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>, HostError> {
-        self.call_raw(operation, payload).map_err(host_error)
+/// A module that cannot be made ready: its initialisation interrupted at
+/// the deadline, or another reason.
+fn load_error(message: String, limits: &Limits) -> HostError {
+    match message.contains(INIT_INTERRUPTED) {
+        true => HostError::Timeout {
+            limit: limits.timeout.unwrap_or_default(),
+            stderr: String::new(),
+        },
+        false => HostError::Load(message),
     }
 }
 

@@ -11,9 +11,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
-use wasmtime::{
-    Caller, Engine, InstancePre, Linker, Module, Store, StoreLimits, StoreLimitsBuilder,
-};
+use wasmtime::{Caller, Engine, InstancePre, Linker, Module, Store};
 use wasmtime_wasi::cli::{IsTerminal, StdinStream};
 use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -21,16 +19,20 @@ use wasmtime_wasi::p2::{InputStream, Pollable, StreamError};
 
 use crate::HostError;
 use crate::capabilities::{self, Context};
+use crate::limits::{self, Limiter, Limits};
 
 /// How much a program may write to its standard output or error: far more
 /// than any answer, and bounded.
 const OUTPUT_LIMIT: usize = 64 << 20;
 
+/// How much of its standard error a failed program's message holds.
+const STDERR_SAID: usize = 64 << 10;
+
 pub(crate) struct State {
     wasi: WasiP1Ctx,
     stdin: SharedStdin,
     context: Arc<Context>,
-    limits: StoreLimits,
+    limiter: Limiter,
 }
 
 /// A module linked once; each call instantiates it afresh.
@@ -67,13 +69,40 @@ pub(crate) struct Ran {
 pub(crate) struct Failed {
     pub stderr: String,
     pub reason: String,
+    /// Interrupted at its deadline.
+    pub timed_out: bool,
+    /// The trap that stopped it, in wasmtime's words (`wasm trap: …`).
+    pub trap: Option<String>,
+    /// Refused memory (or a table) past its cap while it ran.
+    pub refused: bool,
+}
+
+impl Failed {
+    /// The error it makes: a deadline or the cap where one stopped it,
+    /// what the program said otherwise.
+    pub(crate) fn error(self, limits: &Limits) -> HostError {
+        match (self.timed_out, self.refused) {
+            (true, _) => HostError::Timeout {
+                limit: limits.timeout.unwrap_or_default(),
+                stderr: self.stderr,
+            },
+            (false, true) => HostError::Memory {
+                limit: limits.memory,
+            },
+            (false, false) => match (self.trap, self.stderr.is_empty()) {
+                (Some(trap), _) => HostError::Trap(trap),
+                (None, true) => HostError::Guest(self.reason),
+                (None, false) => HostError::Guest(self.stderr),
+            },
+        }
+    }
 }
 
 impl Prepared {
     pub(crate) fn run(
         &self,
         context: &Arc<Context>,
-        max_memory: Option<usize>,
+        limits: &Limits,
         operation: &str,
         input: &[u8],
     ) -> Result<Ran, Failed> {
@@ -86,34 +115,42 @@ impl Prepared {
             .stdout(stdout.clone())
             .stderr(stderr.clone())
             .build_p1();
-        let mut limits = StoreLimitsBuilder::new();
-        if let Some(max) = max_memory {
-            limits = limits.memory_size(max);
-        }
         let mut store = Store::new(
             &self.engine,
             State {
                 wasi,
                 stdin,
                 context: context.clone(),
-                limits: limits.build(),
+                limiter: limits.limiter(),
             },
         );
-        store.limiter(|state| &mut state.limits);
+        store.limiter(|state| &mut state.limiter);
+        // The Go runtime's start-up runs under the deadline too, as in
+        // policy-server.
+        store.set_epoch_deadline(limits.ticks());
         let ran = self.pre.instantiate(&mut store).and_then(|instance| {
             instance
                 .get_typed_func::<(), ()>(&mut store, "_start")?
                 .call(&mut store, ())
         });
+        let refused = store.data().limiter.refused;
         drop(store);
         let written = |pipe: MemoryOutputPipe| pipe.contents().to_vec();
-        let stderr = String::from_utf8_lossy(&written(stderr)).trim().to_string();
+        let stderr = said(&written(stderr));
+        let mut timed_out = false;
+        let mut trap = None;
         let exited = match ran {
             Ok(()) => Ok(()),
             Err(error) => match error.downcast_ref::<wasmtime_wasi::I32Exit>() {
                 Some(wasmtime_wasi::I32Exit(0)) => Ok(()),
                 Some(wasmtime_wasi::I32Exit(status)) => Err(format!("exited with status {status}")),
-                None => Err(format!("{error:#}")),
+                None => {
+                    timed_out = limits::interrupted(&error);
+                    trap = error
+                        .downcast_ref::<wasmtime::Trap>()
+                        .map(ToString::to_string);
+                    Err(format!("{error:#}"))
+                }
             },
         };
         if !stderr.is_empty() && std::env::var_os("POLICY_HOST_LOG").is_some() {
@@ -123,9 +160,27 @@ impl Prepared {
             Ok(()) => Ok(Ran {
                 stdout: written(stdout),
             }),
-            Err(reason) => Err(Failed { stderr, reason }),
+            Err(reason) => Err(Failed {
+                stderr,
+                reason,
+                timed_out,
+                trap,
+                refused,
+            }),
         }
     }
+}
+
+/// What a program wrote to its standard error, as the message it fails
+/// with: its first [`STDERR_SAID`] bytes, so that a program that writes
+/// without end does not make a message of 64 MiB.
+fn said(stderr: &[u8]) -> String {
+    let shown = &stderr[..stderr.len().min(STDERR_SAID)];
+    let mut text = String::from_utf8_lossy(shown).trim().to_string();
+    if stderr.len() > STDERR_SAID {
+        text.push_str(&format!(" … ({} more bytes)", stderr.len() - STDERR_SAID));
+    }
+    text
 }
 
 /// `host.call(binding, namespace, operation, payload)`, each a pointer and

@@ -108,6 +108,9 @@ pub struct Evaluation {
     pub allow_context_aware: bool,
     /// Files and directories of objects that are in the cluster already.
     pub cluster_objects: Vec<String>,
+    /// What bounds each evaluation: `--policy-timeout` (which a policy's
+    /// `timeoutEvalSeconds` overrides), `--max-memory`.
+    pub limits: policy_evaluator::Limits,
 }
 
 /// How a check ended: its exit status, 0 when nothing is rejected, 1 when
@@ -175,7 +178,9 @@ impl Command {
             }
             _ => {}
         }
-        let unjudged = !outcome.unusable.is_empty() || (self.strict && outcome.unrendered() > 0);
+        let unjudged = !outcome.unusable.is_empty()
+            || outcome.failed() > 0
+            || (self.strict && outcome.unrendered() > 0);
         let status = match (unjudged, outcome.rejected()) {
             (true, _) => 2,
             (false, 0) => 0,
@@ -198,6 +203,12 @@ pub struct Row {
     pub derived_from: Vec<String>,
     pub source: Source,
     pub accepted: bool,
+    /// A policy could not judge it (a trap, an answer out of protocol,
+    /// its deadline or memory cap): not accepted, as policy-server rejects
+    /// it with code 500, and not counted as a rejection; `message` says
+    /// which policy failed and why.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed: bool,
     /// The rejection, as the person whose request is rejected reads it.
     pub message: Option<String>,
     /// The keys of the object's annotations as judged, sorted: what the
@@ -232,9 +243,21 @@ pub struct Outcome {
     pub changed: usize,
 }
 
+impl Row {
+    /// A policy rejected it: not accepted, and judged.
+    pub fn rejected(&self) -> bool {
+        !self.accepted && !self.failed
+    }
+}
+
 impl Outcome {
     pub fn rejected(&self) -> usize {
         self.rows.rejected()
+    }
+
+    /// Objects some policy could not judge.
+    pub fn failed(&self) -> usize {
+        self.rows.failed()
     }
 
     /// The files skipped as what a tool renders.
@@ -556,6 +579,7 @@ impl Checker {
         annotations.sort_unstable();
         // One policy's row is its verdict; a set's is accepted unless a
         // policy in protect mode rejects, and says each rejection.
+        let failed = way.verdicts.iter().any(|v| v.failed);
         let (accepted, message) = match self.each {
             false => {
                 let verdict = way.verdicts.first();
@@ -563,11 +587,15 @@ impl Checker {
                 (accepted, verdict.and_then(|v| v.message.clone()))
             }
             true => {
+                // A failure names its policy itself.
                 let rejections: Vec<String> = way
                     .verdicts
                     .iter()
-                    .filter(|v| !v.accepted && !v.monitor)
-                    .map(|v| format!("{}: {}", v.policy, v.message.as_deref().unwrap_or("")))
+                    .filter(|v| v.failed || (!v.accepted && !v.monitor))
+                    .map(|v| match v.failed {
+                        true => v.message.clone().unwrap_or_default(),
+                        false => format!("{}: {}", v.policy, v.message.as_deref().unwrap_or("")),
+                    })
                     .collect();
                 let message = (!rejections.is_empty()).then(|| rejections.join("\n"));
                 (rejections.is_empty(), message)
@@ -585,6 +613,7 @@ impl Checker {
             derived_from: candidate.derived_from,
             source: source.clone(),
             accepted,
+            failed,
             message,
             annotations,
             audited,

@@ -14,14 +14,15 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
-use policy_evaluator::CompiledPolicy;
 use policy_evaluator::capabilities::cluster::Cluster;
 use policy_evaluator::capabilities::kubectl::Kubectl;
 use policy_evaluator::capabilities::session::{Record, Replay};
 use policy_evaluator::capabilities::{Allowed, Context, Host, Unanswered};
 use policy_evaluator::metadata::{ExecutionMode, Resource};
 use policy_evaluator::response::{AdmissionResponse, Handling, Mode};
+use policy_evaluator::{CompiledPolicy, HostError, Limits};
 use serde_json::Value;
 
 use crate::admission::{Declared, manifest_name};
@@ -54,6 +55,9 @@ pub struct Command {
     /// Answer Kubernetes lookups from the live cluster of the kubeconfig,
     /// through kubectl.
     pub live_cluster: bool,
+    /// What bounds each evaluation (`--policy-timeout`, which a policy's
+    /// `timeoutEvalSeconds` overrides, and `--max-memory`).
+    pub limits: Limits,
 }
 
 /// What a run printed and said.
@@ -75,6 +79,18 @@ struct Target {
     /// From a policies file: its `-e`, `--raw` and `--allow-context-aware`
     /// do not apply, as in kwctl.
     declared: bool,
+    /// Its `spec.timeoutEvalSeconds`.
+    timeout: Option<Duration>,
+}
+
+impl Target {
+    /// How an error names it: the policy, or the module given.
+    fn name(&self) -> String {
+        match self.declared {
+            true => format!("policy {}", self.handling.policy),
+            false => self.module.display().to_string(),
+        }
+    }
 }
 
 impl Command {
@@ -114,7 +130,7 @@ impl Command {
                     self.execution_mode
                 },
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| format!("{}: {e}", target.name()))?;
             let resources = match target.declared {
                 true => target.resources.clone(),
                 false => self.resources(&compiled, &mut ran),
@@ -127,9 +143,16 @@ impl Command {
                 resources,
                 allowed: allowed.clone(),
             });
+            let limits = Limits {
+                timeout: self
+                    .limits
+                    .timeout
+                    .map(|timeout| target.timeout.unwrap_or(timeout)),
+                ..self.limits
+            };
             let instance = compiled
-                .instantiate_with(context)
-                .map_err(|e| e.to_string())?;
+                .instantiate_bounded(context, limits)
+                .map_err(|e| format!("{}: {e}", target.name()))?;
             let settings = serde_json::to_vec(&target.settings).map_err(|e| e.to_string())?;
             let verdict = instance.settings_verdict(&settings);
             if !verdict.valid {
@@ -142,8 +165,18 @@ impl Command {
                 true => request.whole.as_bytes(),
                 false => request.admission()?.as_bytes(),
             };
-            let response = instance.evaluate(body, &settings, raw);
-            let response = target.handling.apply(response);
+            let answer = instance.answer(body, &settings, raw);
+            // kwctl has no deadline, and would wait for ever: a policy cut
+            // at its deadline is an error here, where any other failure is
+            // printed as the 500 rejection kwctl prints.
+            match &answer.failure {
+                Some(failure @ HostError::Timeout { .. }) => {
+                    return Err(format!("{}: {failure}", target.name()));
+                }
+                Some(failure) => ran.said.push(format!("{}: {failure}", target.name())),
+                None => {}
+            }
+            let response = target.handling.apply(answer.response(body, raw));
             ran.lines.push(line(&response)?);
         }
         if let Some((record, path)) = record {
@@ -169,6 +202,7 @@ impl Command {
                 handling: Handling::run(),
                 resources: BTreeSet::new(),
                 declared: false,
+                timeout: None,
             }]);
         }
         if self.raw {
@@ -296,6 +330,7 @@ fn declared(file: &Path, manifest: &Value) -> Result<Target, String> {
         },
         resources: policy.context_aware_resources,
         declared: true,
+        timeout: policy.timeouts.first().copied().flatten(),
     })
 }
 

@@ -40,7 +40,7 @@ use crate::admission::Policy as Declared;
 use metrics::{Metrics, Timed, seconds};
 use policy_evaluator::group::{Judged, Judging};
 use policy_evaluator::response::{AdmissionResponse, PatchType};
-use policy_evaluator::{CompiledPolicy, Policy};
+use policy_evaluator::{CompiledPolicy, HostError, Limits, Policy, WAPC_TIMEOUT};
 
 /// Where the webhook listens and what it answers with.
 pub struct Options {
@@ -56,6 +56,9 @@ pub struct Options {
     /// A file to which each review received and its answer are appended,
     /// one JSON line each: `{"review": …, "response": …}`.
     pub record: Option<PathBuf>,
+    /// What bounds each evaluation: `--policy-timeout` (a member's
+    /// `timeoutEvalSeconds` instead, where it has one), `--max-memory`.
+    pub limits: Limits,
 }
 
 #[derive(Deserialize)]
@@ -122,13 +125,22 @@ pub struct Cause {
 pub enum Refusal {
     /// The body is no AdmissionReview v1 with a request and its uid (400).
     BadReview(String),
-    /// The module trapped or answered out of protocol (500).
+    /// The module could not be instantiated (500).
     Module(String),
 }
 
 /// The AdmissionReview that answers `body`, judged by `instance` as
 /// `judging` says.
 pub fn answer(instance: &Policy, judging: &Judging, body: &[u8]) -> Result<Value, Refusal> {
+    answer_each(&|_| instance, judging, body)
+}
+
+/// As [`answer`], each member of a group on its own instance.
+fn answer_each<'a>(
+    instance: &dyn Fn(usize) -> &'a Policy,
+    judging: &Judging,
+    body: &[u8],
+) -> Result<Value, Refusal> {
     let bad = |reason: String| Refusal::BadReview(reason);
     let review: Review =
         serde_json::from_slice(body).map_err(|e| bad(format!("not an AdmissionReview: {e}")))?;
@@ -146,14 +158,43 @@ pub fn answer(instance: &Policy, judging: &Judging, body: &[u8]) -> Result<Value
     let uid = serde_json::from_str::<RequestUid>(request.get())
         .map_err(|e| bad(format!("the request has no uid: {e}")))?
         .uid;
-    let judged = judging
-        .judge(instance, request.get().as_bytes())
-        .map_err(|e| Refusal::Module(e.to_string()))?;
+    // A policy that fails (a trap, its deadline) is answered as
+    // policy-server answers it: a rejection of code 500 in its words.
+    let judged = judging.judge_each(instance, request.get().as_bytes());
     Ok(review_answer(uid, judged, request.get().as_bytes()))
 }
 
+/// policy-server's answer to a review whose policy could not start within
+/// its deadline (policy-server's `api/service.rs`).
+fn timed_out(body: &[u8]) -> Value {
+    let review: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let uid = review["request"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": Response {
+            uid,
+            allowed: false,
+            patch_type: None,
+            patch: None,
+            status: Some(Status {
+                message: WAPC_TIMEOUT.to_string(),
+                code: Some(500),
+                details: None,
+            }),
+            audit_annotations: None,
+            warnings: None,
+        },
+    })
+}
+
 fn review_answer(uid: String, judged: Judged, request: &[u8]) -> Value {
-    let Judged { verdict, causes } = judged;
+    let Judged {
+        verdict, causes, ..
+    } = judged;
     // A mutation as policy-server sends it: the JSONPatch from the
     // request's object (which a mutating policy only answers with where it
     // may mutate: `Judging` refuses it otherwise).
@@ -212,30 +253,36 @@ fn request_object(request: &[u8]) -> Option<Value> {
 
 struct Shared {
     compiled: CompiledPolicy,
+    /// What bounds each member's instance, in member order.
+    limits: Vec<Limits>,
     judging: Judging,
     record: Option<Mutex<File>>,
     metrics: Arc<Metrics>,
 }
 
 thread_local! {
-    /// One instance a worker thread, as policy-server keeps one a worker.
-    static INSTANCE: RefCell<Option<Policy>> = const { RefCell::new(None) };
+    /// One instance a member on each worker thread, as policy-server keeps
+    /// one a worker.
+    static INSTANCES: RefCell<Vec<Policy>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Shared {
     fn judge(&self, body: &[u8]) -> Result<Value, Refusal> {
-        INSTANCE.with(|cell| {
-            let mut slot = cell.borrow_mut();
-            if slot.is_none() {
-                let policy = self
-                    .compiled
-                    .instantiate()
-                    .map_err(|e| Refusal::Module(e.to_string()))?;
+        INSTANCES.with(|cell| {
+            let mut instances = cell.borrow_mut();
+            while instances.len() < self.limits.len() {
+                let limits = self.limits[instances.len()];
+                match self.compiled.instantiate_bounded(Arc::default(), limits) {
+                    Ok(policy) => instances.push(policy),
+                    // policy-server answers a module whose start ran past
+                    // its deadline as a timed-out evaluation.
+                    Err(HostError::Timeout { .. }) => return Ok(timed_out(body)),
+                    Err(e) => return Err(Refusal::Module(e.to_string())),
+                }
                 self.metrics.instances.inc();
-                *slot = Some(policy);
             }
-            let policy = slot.as_ref().expect("instantiated above");
-            answer(policy, &self.judging, body)
+            let instances = &*instances;
+            answer_each(&|member| &instances[member], &self.judging, body)
         })
     }
 
@@ -258,8 +305,17 @@ impl Shared {
 /// Checks the settings, then answers reviews until the process is stopped.
 pub fn serve(options: Options) -> Result<(), String> {
     let compiled = CompiledPolicy::from_file(&options.module).map_err(|e| e.to_string())?;
-    let instance = compiled.instantiate().map_err(|e| e.to_string())?;
-    let judging = options.policy.judging(&instance)?;
+    let limits: Vec<Limits> = (0..options.policy.timeouts.len().max(1))
+        .map(|member| options.policy.limits(member, &options.limits))
+        .collect();
+    let instances = limits
+        .iter()
+        .map(|limits| compiled.instantiate_bounded(Arc::default(), *limits))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{}: {e}", options.policy.name))?;
+    let judging = options
+        .policy
+        .judging_each(&|member| &instances[member.min(instances.len() - 1)])?;
     let record = options
         .record
         .as_deref()
@@ -267,6 +323,7 @@ pub fn serve(options: Options) -> Result<(), String> {
         .transpose()?;
     let shared = Arc::new(Shared {
         compiled,
+        limits,
         judging,
         record,
         metrics: Arc::new(Metrics::new()),

@@ -44,6 +44,9 @@ pub struct Command {
     pub module: Option<PathBuf>,
     /// Where a module the test files do not map is found.
     pub store: crate::modules::Store,
+    /// What bounds each evaluation (`--policy-timeout`, which a policy's
+    /// `timeoutEvalSeconds` overrides, and `--max-memory`).
+    pub limits: policy_evaluator::Limits,
 }
 
 /// What test files gave: one file's, or a whole run's.
@@ -146,7 +149,12 @@ impl Command {
                 Err(e) => outcome.errors.push(format!("{}: {e}", path.display())),
             }
         }
-        let modules = Modules::new(tests.iter(), self.module.clone(), self.store.clone());
+        let modules = Modules::new(
+            tests.iter(),
+            self.module.clone(),
+            self.store.clone(),
+            self.limits,
+        );
         let selected = |test: &str, object: &str| {
             self.run
                 .as_ref()

@@ -88,6 +88,7 @@ fn measure(
         jobs,
         module: None,
         store: Default::default(),
+        limits: Default::default(),
     };
     for run in 1..=runs {
         let start = Instant::now();

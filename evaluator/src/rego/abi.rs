@@ -16,6 +16,7 @@ use serde_json::Value;
 use wasmtime::{AsContextMut, Caller, Engine, Instance, Linker, Memory, Module, Store, TypedFunc};
 
 use super::builtins::Builtin;
+use crate::limits::{self, Limiter, Limits};
 
 /// The module's `opa_malloc` and `opa_json_parse`, which put a JSON
 /// document in its heap.
@@ -26,6 +27,7 @@ pub(super) type Dispatch = Vec<(i32, String, Builtin)>;
 
 pub(super) struct State {
     dispatch: Arc<Dispatch>,
+    limiter: Limiter,
 }
 
 /// An instance of an OPA module, its `data` loaded.
@@ -38,6 +40,8 @@ pub(super) struct Abi {
     base_heap: i32,
     data_heap: i32,
     data: i32,
+    /// The epoch ticks each evaluation may run for.
+    ticks: u64,
 }
 
 #[derive(Clone)]
@@ -57,8 +61,13 @@ struct Functions {
     eval: TypedFunc<i32, i32>,
 }
 
+/// A call that failed, in a line; one interrupted at its deadline in
+/// burrego's words, which `rego.rs` tells apart.
 fn failed(what: &str, error: wasmtime::Error) -> String {
-    format!("{what}: {error:#}")
+    match limits::interrupted(&error) {
+        true => format!("{what}: {}", crate::REGO_TIMEOUT),
+        false => format!("{what}: {error:#}"),
+    }
 }
 
 impl Abi {
@@ -68,8 +77,12 @@ impl Abi {
         engine: &Engine,
         module: &Module,
         dispatch: Arc<Dispatch>,
+        limits: &Limits,
     ) -> Result<Abi, String> {
-        let mut store = Store::new(engine, State { dispatch });
+        let limiter = limits.limiter();
+        let mut store = Store::new(engine, State { dispatch, limiter });
+        store.limiter(|state| &mut state.limiter);
+        store.set_epoch_deadline(limits.ticks());
         let memory_type = module
             .imports()
             .find(|import| import.module() == "env" && import.name() == "memory")
@@ -90,6 +103,7 @@ impl Abi {
             base_heap: 0,
             data_heap: 0,
             data: 0,
+            ticks: limits.ticks(),
         };
         abi.load_data(b"{}")?;
         Ok(abi)
@@ -128,8 +142,15 @@ impl Abi {
             .collect()
     }
 
+    /// Whether the cap refused the module memory (or a table) since it
+    /// was instantiated.
+    pub(super) fn refused(&self) -> bool {
+        self.store.data().limiter.refused
+    }
+
     /// Loads `data` (JSON text) for the evaluations that follow.
     pub(super) fn load_data(&mut self, data: &[u8]) -> Result<(), String> {
+        self.store.set_epoch_deadline(self.ticks);
         let heap_set = self.functions.heap_set.clone();
         if self.base_heap == 0 {
             self.base_heap = self.call0(self.functions.heap_get.clone(), "opa_heap_ptr_get")?;
@@ -145,6 +166,7 @@ impl Abi {
 
     /// Evaluates `entrypoint` on `input` (JSON text): the result set.
     pub(super) fn evaluate(&mut self, entrypoint: i32, input: &[u8]) -> Result<Value, String> {
+        self.store.set_epoch_deadline(self.ticks);
         let f = self.functions.clone();
         let store = &mut self.store;
         f.heap_set

@@ -15,6 +15,9 @@ use serde_json::Value;
 /// The four test policies.
 pub const POLICIES: [&str; 4] = ["wapc", "wasi", "opa", "gatekeeper"];
 
+/// The two that misbehave as their settings say.
+pub const HOSTILE: [&str; 2] = ["hostile-wapc", "hostile-wasi"];
+
 /// The repository: the evaluator's parent, or the root package itself,
 /// whose tests include this file too.
 fn root() -> PathBuf {
@@ -43,7 +46,7 @@ pub fn built() -> &'static Path {
             .status()
             .expect("run evaluator/tests/policies/build");
         assert!(status.success(), "evaluator/tests/policies/build failed");
-        for name in POLICIES {
+        for name in POLICIES.iter().chain(&HOSTILE) {
             let module = std::fs::read(out.join("raw").join(format!("{name}.wasm")))
                 .unwrap_or_else(|e| panic!("{name}.wasm: {e}"));
             let annotated = annotate(&module, &metadata(name));

@@ -4,7 +4,9 @@
 //! or, without a manifest, the rules in the module's Kubewarden metadata.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
+use policy_evaluator::Limits;
 use policy_evaluator::metadata::Resource;
 use serde_json::Value;
 
@@ -53,6 +55,9 @@ pub struct Policy {
     /// `spec.contextAwareResources`; none for an AdmissionPolicy, which
     /// policy-server never lets look up.
     pub context_aware_resources: BTreeSet<Resource>,
+    /// `timeoutEvalSeconds` of the policy, or of each member of a group in
+    /// name order: its own deadline instead of `--policy-timeout`.
+    pub timeouts: Vec<Option<Duration>>,
 }
 
 /// Whether a policy judges an object, and if it cannot tell, why.
@@ -82,6 +87,19 @@ impl Policy {
             judge: Judge::Single { settings },
             mutating: true,
             context_aware_resources: BTreeSet::new(),
+            timeouts: vec![None],
+        }
+    }
+
+    /// What bounds each call of its `member`'s instance: its own
+    /// `timeoutEvalSeconds`, or the run's deadline (`--policy-timeout`);
+    /// none at all with `--disable-timeout-protection`, which stops
+    /// policy-server's clock for every policy.
+    pub fn limits(&self, member: usize, run: &Limits) -> Limits {
+        let own = self.timeouts.get(member).copied().flatten();
+        Limits {
+            timeout: run.timeout.map(|timeout| own.unwrap_or(timeout)),
+            memory: run.memory,
         }
     }
 
@@ -218,6 +236,20 @@ impl Policy {
                 ));
             }
         };
+        let timeouts = match &judge {
+            Judge::Single { .. } => vec![
+                timeout(&spec["timeoutEvalSeconds"])
+                    .map_err(|e| format!("{kind} {name}: `spec.timeoutEvalSeconds` {e}"))?,
+            ],
+            Judge::Group { members, .. } => members
+                .iter()
+                .map(|(member, _)| {
+                    timeout(&spec["policies"][member]["timeoutEvalSeconds"]).map_err(|e| {
+                        format!("{kind} {name}: `spec.policies.{member}.timeoutEvalSeconds` {e}")
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+        };
         let mutating = match &spec["mutating"] {
             Value::Null => false,
             Value::Bool(mutating) => *mutating,
@@ -239,6 +271,7 @@ impl Policy {
             judge,
             mutating,
             context_aware_resources,
+            timeouts,
         })
     }
 
@@ -385,6 +418,21 @@ impl Declared {
                  AdmissionPolicyGroup"
             )),
         }
+    }
+}
+
+/// A `timeoutEvalSeconds`: none, or whole seconds from 2 to 30, which is
+/// all Kubewarden's CRDs let the API server store.
+fn timeout(field: &Value) -> Result<Option<Duration>, String> {
+    match field {
+        Value::Null => Ok(None),
+        Value::Number(n) => match n.as_u64() {
+            Some(seconds @ 2..=30) => Ok(Some(Duration::from_secs(seconds))),
+            _ => Err(format!(
+                "is {n}: Kubewarden's CRD takes whole seconds from 2 to 30"
+            )),
+        },
+        other => Err(format!("is {other}, not a number of seconds")),
     }
 }
 

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use policy_evaluator::metadata::ExecutionMode;
-use policy_evaluator::{CompiledPolicy, Policy};
+use policy_evaluator::{CompiledPolicy, Limits, Policy};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -33,6 +33,43 @@ struct Cli {
     /// says
     #[arg(long, global = true)]
     no_cache: bool,
+    /// Interrupt each evaluation of a policy after this many seconds, as
+    /// policy-server's --policy-timeout does (a policy's or a group
+    /// member's `timeoutEvalSeconds` instead, where it has one)
+    #[arg(
+        long,
+        global = true,
+        env = "KUBEWARDEN_POLICY_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = 2,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    policy_timeout: u64,
+    /// Let evaluations run without a deadline, as policy-server's flag
+    /// does: its timeoutEvalSeconds too are then never reached
+    #[arg(long, global = true, env = "KUBEWARDEN_DISABLE_TIMEOUT_PROTECTION")]
+    disable_timeout_protection: bool,
+    /// The most linear memory each instance of a module may hold, in MiB;
+    /// a module that asks for more fails
+    #[arg(
+        long,
+        global = true,
+        value_name = "MIB",
+        default_value_t = (policy_evaluator::limits::DEFAULT_MEMORY >> 20) as u64,
+        value_parser = clap::value_parser!(u64).range(1..=4096)
+    )]
+    max_memory: u64,
+}
+
+impl Cli {
+    /// What bounds each evaluation, as the flags say.
+    fn limits(&self) -> Limits {
+        Limits {
+            timeout: (!self.disable_timeout_protection)
+                .then(|| std::time::Duration::from_secs(self.policy_timeout)),
+            memory: Some((self.max_memory as usize) << 20),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -324,16 +361,17 @@ fn main() -> ExitCode {
         eprintln!("Error: {message}");
         return ExitCode::from(if checking { 2 } else { 1 });
     }
+    let limits = cli.limits();
     let result = match cli.command {
-        Command::Run(args) => run_request(args),
+        Command::Run(args) => run_request(args, limits),
         Command::Manifest {
             module,
             manifest,
             request_path,
-        } => run_manifest(&module, &manifest, request_path.as_deref()),
-        Command::Check(args) => run_check(args),
-        Command::Test(args) => run_test(args),
-        Command::Serve(args) => run_serve(args),
+        } => run_manifest(&module, &manifest, request_path.as_deref(), limits),
+        Command::Check(args) => run_check(args, limits),
+        Command::Test(args) => run_test(args, limits),
+        Command::Serve(args) => run_serve(args, limits),
     };
     match result {
         Ok(code) => code,
@@ -381,7 +419,7 @@ fn settings(args: &SettingsArgs) -> Result<Option<Value>, String> {
     }
 }
 
-fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
+fn run_check(args: CheckArgs, limits: Limits) -> Result<ExitCode, String> {
     use policy_host::check::{Command, Format, PolicySource, report::Progress};
     let format = match args.output {
         Output::Table => Format::Table,
@@ -436,6 +474,7 @@ fn run_check(args: CheckArgs) -> Result<ExitCode, String> {
             execution_mode: args.execution_mode,
             allow_context_aware: args.allow_context_aware,
             cluster_objects: args.cluster_objects,
+            limits,
         },
     };
     let mut progress: Option<Progress> = None;
@@ -479,7 +518,7 @@ fn report(output: &str) -> Result<(), String> {
     }
 }
 
-fn run_test(args: TestArgs) -> Result<ExitCode, String> {
+fn run_test(args: TestArgs, limits: Limits) -> Result<ExitCode, String> {
     use policy_host::suite::{Command, Format};
     let run = args
         .run
@@ -495,6 +534,7 @@ fn run_test(args: TestArgs) -> Result<ExitCode, String> {
         jobs: args.jobs,
         module: args.module,
         store: args.store.store(),
+        limits,
         format: match args.output {
             TestOutput::Table => Format::Table,
             TestOutput::Json => Format::Json,
@@ -509,7 +549,7 @@ fn run_test(args: TestArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::from(finished.status))
 }
 
-fn run_serve(args: ServeArgs) -> Result<ExitCode, String> {
+fn run_serve(args: ServeArgs, limits: Limits) -> Result<ExitCode, String> {
     use policy_host::admission::Policy;
     let policy = match &args.policy {
         Some(path) => Policy::from_manifest(&read_yaml(path)?)
@@ -526,11 +566,12 @@ fn run_serve(args: ServeArgs) -> Result<ExitCode, String> {
         certificate: args.cert,
         key: args.key,
         record: args.record,
+        limits,
     })?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_request(args: RunArgs) -> Result<ExitCode, String> {
+fn run_request(args: RunArgs, limits: Limits) -> Result<ExitCode, String> {
     use policy_host::run::{Command, Session};
     let request = match args.request_path.as_os_str() == "-" {
         true => {
@@ -565,6 +606,7 @@ fn run_request(args: RunArgs) -> Result<ExitCode, String> {
         allowed_host_capabilities: args.allowed_host_capabilities,
         cluster_objects: args.cluster_objects,
         live_cluster: args.live_cluster,
+        limits,
     };
     let ran = command.run()?;
     for line in &ran.said {
@@ -580,11 +622,12 @@ fn run_manifest(
     module: &Path,
     manifest: &Path,
     request_path: Option<&Path>,
+    limits: Limits,
 ) -> Result<ExitCode, String> {
     let manifest = read_yaml(manifest)?;
     let members = policy_settings(&manifest)?;
     let request = request_path.map(read_request).transpose()?;
-    let policy = load(module)?;
+    let policy = load(module, limits)?;
     let mut all_valid = true;
     for (name, settings) in members {
         let settings = serde_json::to_vec(&settings).map_err(|e| e.to_string())?;
@@ -620,10 +663,10 @@ fn policy_settings(manifest: &Value) -> Result<Vec<(String, Value)>, String> {
     })
 }
 
-fn load(module: &Path) -> Result<Policy, String> {
+fn load(module: &Path, limits: Limits) -> Result<Policy, String> {
     CompiledPolicy::from_file(module)
-        .and_then(|compiled| compiled.instantiate())
-        .map_err(|e| e.to_string())
+        .and_then(|compiled| compiled.instantiate_bounded(Default::default(), limits))
+        .map_err(|e| format!("{}: {e}", module.display()))
 }
 
 /// A request as read from a file: its exact JSON text, sent to the module

@@ -13,7 +13,7 @@ use policy_evaluator::capabilities::Context;
 use policy_evaluator::capabilities::cluster::Cluster;
 use policy_evaluator::group::Judging;
 use policy_evaluator::kinds::Addressed;
-use policy_evaluator::{CompiledPolicy, Policy as Instance};
+use policy_evaluator::{CompiledPolicy, Limits, Policy as Instance};
 
 use super::Unusable;
 
@@ -26,6 +26,8 @@ pub struct Member {
     judging: Judging,
     /// What answers its lookups, known once the input is read.
     pub context: OnceLock<Arc<Context>>,
+    /// What bounds each of its members' calls, in member order.
+    limits: Vec<Limits>,
 }
 
 /// Every policy of a check, mutating ones first, each kind in the API
@@ -51,6 +53,11 @@ pub struct Verdict {
     /// The policy's name (`metadata.name`).
     pub policy: String,
     pub accepted: bool,
+    /// The policy could not judge it (a trap, an answer out of protocol,
+    /// its deadline or its memory cap): `message` says why, and
+    /// policy-server rejects it with code 500.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed: bool,
     /// In monitor mode: policy-server logs its rejection and lets the
     /// object through unchanged.
     pub monitor: bool,
@@ -103,29 +110,33 @@ impl Chain {
     pub fn new(
         policies: Vec<(Policy, Vec<usize>)>,
         modules: Vec<CompiledPolicy>,
+        limits: Limits,
     ) -> Result<Chain, Unusable> {
         static IDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let mut instances: Vec<Option<Instance>> = (0..modules.len()).map(|_| None).collect();
         let mut members = Vec::with_capacity(policies.len());
         for (policy, indexes) in policies {
-            for &index in &indexes {
-                if instances[index].is_none() {
-                    let instance = modules[index]
-                        .instantiate()
-                        .map_err(|e| Unusable(e.to_string()))?;
-                    instances[index] = Some(instance);
-                }
-            }
-            let instance = |member: usize| {
-                let index = indexes[member.min(indexes.len() - 1)];
-                instances[index].as_ref().expect("instantiated above")
-            };
+            // Each member's settings validated on an instance bounded as
+            // its evaluations are.
+            let bounds: Vec<Limits> = (0..indexes.len().max(policy.timeouts.len()))
+                .map(|member| policy.limits(member, &limits))
+                .collect();
+            let instances = indexes
+                .iter()
+                .zip(&bounds)
+                .map(|(&index, bounds)| {
+                    modules[index]
+                        .instantiate_bounded(Arc::default(), *bounds)
+                        .map_err(|e| Unusable(format!("{}: {e}", policy.name)))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let instance = |member: usize| &instances[member.min(instances.len() - 1)];
             let judging = policy.judging_each(&instance).map_err(Unusable)?;
             members.push(Member {
                 policy,
                 modules: indexes,
                 judging,
                 context: OnceLock::new(),
+                limits: bounds,
             });
         }
         // The API server calls mutating webhooks one after the other, their
@@ -194,12 +205,14 @@ impl Chain {
                 }
                 covered = true;
                 let slots = &mut cell.1[at];
-                for (slot, &index) in slots.iter_mut().zip(&member.modules) {
+                for ((slot, &index), limits) in
+                    slots.iter_mut().zip(&member.modules).zip(&member.limits)
+                {
                     if slot.is_none() {
                         let context = member.context.get().cloned().unwrap_or_default();
                         let instance = self.modules[index]
-                            .instantiate_with(context)
-                            .map_err(|e| e.to_string())?;
+                            .instantiate_bounded(context, *limits)
+                            .map_err(|e| format!("{}: {e}", member.policy.name))?;
                         *slot = Some(instance);
                     }
                 }
@@ -213,12 +226,14 @@ impl Chain {
                 let mut verdict = Verdict {
                     policy: member.policy.name.clone(),
                     accepted: true,
+                    failed: false,
                     monitor,
                     message: None,
                     patch: None,
                 };
                 // A policy that fails on an object rejects it, as
-                // policy-server answers it (code 500).
+                // policy-server answers it (code 500), and the row says it
+                // could not be judged.
                 // A creation is judged before the API server stores the
                 // object: no lookup may find it. A stored object, audited,
                 // is in the cluster.
@@ -228,28 +243,24 @@ impl Chain {
                         member.judging.judge_each(&instance, &bytes)
                     }),
                 };
-                match judged {
-                    Ok(judged) => {
-                        verdict.accepted = judged.verdict.accepted;
-                        verdict.message = judged.line();
-                        let changes = match (judged.verdict.accepted, monitor || audited) {
-                            (true, false) if member.policy.mutating => {
-                                policy_evaluator::response::applied(object, &judged.verdict)
-                            }
-                            _ => Ok(None),
-                        };
-                        match changes {
-                            Ok(Some((changed, patch))) => {
-                                *object = changed;
-                                verdict.patch = Some(patch);
-                            }
-                            Ok(None) => {}
-                            Err(e) => {
-                                verdict.accepted = false;
-                                verdict.message = Some(format!("internal server error: {e}"));
-                            }
-                        }
+                verdict.accepted = judged.verdict.accepted;
+                verdict.message = judged.line();
+                if let Some(failure) = judged.failures.first() {
+                    verdict.failed = true;
+                    verdict.message = Some(failure.line(&member.policy.name));
+                }
+                let changes = match (judged.verdict.accepted, monitor || audited) {
+                    (true, false) if member.policy.mutating => {
+                        policy_evaluator::response::applied(object, &judged.verdict)
                     }
+                    _ => Ok(None),
+                };
+                match changes {
+                    Ok(Some((changed, patch))) => {
+                        *object = changed;
+                        verdict.patch = Some(patch);
+                    }
+                    Ok(None) => {}
                     Err(e) => {
                         verdict.accepted = false;
                         verdict.message = Some(format!("internal server error: {e}"));

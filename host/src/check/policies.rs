@@ -146,7 +146,7 @@ impl Command {
             }
             policies.push((policy, vec![0]));
         }
-        let chain = Chain::new(policies, modules).map_err(|e| e.0)?;
+        let chain = Chain::new(policies, modules, self.evaluation.limits).map_err(|e| e.0)?;
         Ok((chain, warnings))
     }
 }

@@ -95,13 +95,16 @@ pub fn github(outcome: &Outcome, mode: &str, out: &mut dyn Write) -> io::Result<
     };
     for row in shown(outcome, true) {
         let row = row?;
-        let title = match (row.derived_from.is_empty(), row.audited) {
+        let mut title = match (row.derived_from.is_empty(), row.audited) {
             (true, false) => row.object.clone(),
             (true, true) => format!("{} (judged as an audit)", row.object),
             (false, _) => format!("{} (from {})", row.object, row.derived_from.join(" → ")),
         };
+        if row.failed {
+            title.push_str(" (not judged: a policy failed)");
+        }
         command(
-            rejection,
+            if row.failed { "error" } else { rejection },
             Some(&row.source),
             &title,
             row.message.as_deref().unwrap_or("rejected"),
@@ -150,7 +153,7 @@ pub fn junit(outcome: &Outcome, policy: &str, out: &mut dyn Write) -> io::Result
     let (tests, failures, errors) = (
         outcome.rows.len() + outcome.unusable.len(),
         outcome.rejected(),
-        outcome.unusable.len(),
+        outcome.unusable.len() + outcome.failed(),
     );
     write!(
         out,
@@ -180,6 +183,11 @@ pub fn junit(outcome: &Outcome, policy: &str, out: &mut dyn Write) -> io::Result
         match row.accepted {
             true if said.is_empty() => out.write_all(b"/>\n")?,
             true => write!(out, ">{said}\n    </testcase>\n")?,
+            false if row.failed => write!(
+                out,
+                ">\n      <error type=\"failed\" message=\"{}\"/>{said}\n    </testcase>\n",
+                xml(row.message.as_deref().unwrap_or("a policy failed"))
+            )?,
             false => {
                 write!(
                     out,
@@ -264,6 +272,9 @@ pub fn summary(outcome: &Outcome) -> String {
             outcome.rejected()
         );
     }
+    if outcome.failed() > 0 {
+        let _ = write!(line, ", {} not judged (a policy failed)", outcome.failed());
+    }
     if outcome.changed > 0 {
         let _ = write!(line, ", {} changed by a mutating policy", outcome.changed);
     }
@@ -321,6 +332,8 @@ pub fn json(
         /// Objects a mutating policy changed.
         changed: usize,
         checked: usize,
+        /// Objects some policy could not judge.
+        failed: usize,
         mode: &'o str,
         not_covered: usize,
         notes: Vec<JsonNote<'o>>,
@@ -337,6 +350,9 @@ pub fn json(
         /// Judged as an audit: a stored object, sent with no sender.
         audit: bool,
         derived_from: Vec<String>,
+        /// A policy could not judge it: `message` says which and why.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        failed: bool,
         message: Option<String>,
         object: String,
         /// A policy set's: each policy's verdict and patch.
@@ -360,6 +376,7 @@ pub fn json(
         audited: outcome.audited,
         changed: outcome.changed,
         checked: outcome.rows.len(),
+        failed: outcome.failed(),
         mode,
         not_covered: outcome.not_covered,
         notes: outcome
@@ -375,6 +392,7 @@ pub fn json(
         results: Streamed::new(shown(outcome, only_rejected).map(|row| {
             row.map(|row| JsonRow {
                 allowed: row.accepted,
+                failed: row.failed,
                 source: row.source.to_string(),
                 annotations: row.annotations,
                 audit: row.audited,
@@ -488,6 +506,7 @@ mod tests {
                 item: Some(0),
             },
             accepted,
+            failed: false,
             message: (!accepted).then(|| "lacks required annotations".to_string()),
             annotations: Vec::new(),
             audited,
@@ -534,6 +553,7 @@ mod tests {
                 item: None,
             },
             accepted: false,
+            failed: false,
             message: Some(message.to_string()),
             annotations: Vec::new(),
             audited: false,

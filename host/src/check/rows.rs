@@ -12,6 +12,7 @@ pub struct Rows {
     kept: Kept,
     len: usize,
     rejected: usize,
+    failed: usize,
 }
 
 enum Kept {
@@ -38,6 +39,7 @@ impl std::fmt::Debug for Rows {
         f.debug_struct("Rows")
             .field("len", &self.len)
             .field("rejected", &self.rejected)
+            .field("failed", &self.failed)
             .finish_non_exhaustive()
     }
 }
@@ -46,7 +48,8 @@ impl From<Vec<Row>> for Rows {
     fn from(rows: Vec<Row>) -> Rows {
         Rows {
             len: rows.len(),
-            rejected: rows.iter().filter(|row| !row.accepted).count(),
+            rejected: rows.iter().filter(|row| row.rejected()).count(),
+            failed: rows.iter().filter(|row| row.failed).count(),
             kept: Kept::Memory(rows),
         }
     }
@@ -63,12 +66,14 @@ impl Rows {
             },
             len: 0,
             rejected: 0,
+            failed: 0,
         })
     }
 
     pub fn push(&mut self, row: Row) {
         self.len += 1;
-        self.rejected += usize::from(!row.accepted);
+        self.rejected += usize::from(row.rejected());
+        self.failed += usize::from(row.failed);
         match &mut self.kept {
             Kept::Memory(rows) => rows.push(row),
             Kept::Writing { writer, failed } => {
@@ -107,8 +112,14 @@ impl Rows {
         self.len == 0
     }
 
+    /// Rows a policy rejected (not those it could not judge).
     pub fn rejected(&self) -> usize {
         self.rejected
+    }
+
+    /// Rows some policy could not judge.
+    pub fn failed(&self) -> usize {
+        self.failed
     }
 
     /// Every row, for a test to change.
@@ -199,6 +210,7 @@ mod tests {
                 item: Some(2),
             },
             accepted,
+            failed: false,
             message: (!accepted).then(|| "lacks \"x\"\nand é".to_string()),
             annotations: vec!["a".to_string(), "b/c".to_string()],
             audited: accepted,

@@ -346,10 +346,12 @@ impl Test<'_> {
             return Ok(Err(why));
         }
         let request = serde_json::to_vec(&request).map_err(|e| e.to_string())?;
-        judging
-            .judge(&self.instances[loaded.instance], &request)
-            .map(Ok)
-            .map_err(|e| e.to_string())
+        let judged = judging.judge(&self.instances[loaded.instance], &request);
+        // A policy that could not judge leaves the case undecided.
+        match judged.failures.first() {
+            Some(failure) => Err(failure.line(&policy.name)),
+            None => Ok(Ok(judged)),
+        }
     }
 
     /// The object of `patchedResource` that has `object`'s kind and name,

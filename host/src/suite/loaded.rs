@@ -15,7 +15,7 @@ use crate::check::Input;
 use crate::check::objects::{self, Admission, Candidate};
 use crate::modules::Store;
 use policy_evaluator::group::Judging;
-use policy_evaluator::{CompiledPolicy, Policy as Instance};
+use policy_evaluator::{CompiledPolicy, Limits, Policy as Instance};
 
 /// A module compiled once, when first needed, or why it cannot be.
 type Compiled = OnceLock<Result<CompiledPolicy, String>>;
@@ -32,6 +32,8 @@ pub struct Modules {
     every: Option<PathBuf>,
     /// Where a module that `modules` does not map is found.
     store: Store,
+    /// What bounds each evaluation, before a policy's own deadline.
+    limits: Limits,
 }
 
 impl Modules {
@@ -41,6 +43,7 @@ impl Modules {
         tests: impl Iterator<Item = &'t TestFile>,
         every: Option<PathBuf>,
         store: Store,
+        limits: Limits,
     ) -> Modules {
         let files: Vec<PathBuf> = match &every {
             Some(every) => vec![every.clone()],
@@ -55,6 +58,7 @@ impl Modules {
             ),
             every,
             store,
+            limits,
         }
     }
 
@@ -143,8 +147,9 @@ impl<'t> Test<'t> {
     }
 
     fn load_policies(&mut self, modules: &Modules, errors: &mut Vec<String>) {
-        // The module files instantiated, in the order of `instances`.
-        let mut files: Vec<PathBuf> = Vec::new();
+        // The module files instantiated with their limits, in the order
+        // of `instances`.
+        let mut files: Vec<(PathBuf, Limits)> = Vec::new();
         let mut named: Vec<String> = Vec::new();
         for manifest in read_objects(&self.test.policies, errors) {
             match self.load_policy(&manifest, modules, &mut files, &mut named) {
@@ -175,7 +180,7 @@ impl<'t> Test<'t> {
         &mut self,
         manifest: &Value,
         modules: &Modules,
-        files: &mut Vec<PathBuf>,
+        files: &mut Vec<(PathBuf, Limits)>,
         named: &mut Vec<String>,
     ) -> Result<ReadyPolicy, String> {
         let policy = Policy::from_manifest(manifest)
@@ -215,17 +220,28 @@ impl<'t> Test<'t> {
             file = Some(mapped);
         }
         let file = file.ok_or_else(|| format!("{} has no member", policy.name))?;
-        let instance = match files.iter().position(|f| *f == file) {
+        // One instance judges every member: they must share a deadline.
+        let limits = policy.limits(0, &modules.limits);
+        if (1..policy.timeouts.len()).any(|member| policy.limits(member, &modules.limits) != limits)
+        {
+            return Err(format!(
+                "the members of {} have different timeoutEvalSeconds: test judges a group on \
+                 one instance, with one deadline",
+                policy.name
+            ));
+        }
+        let key = (file, limits);
+        let instance = match files.iter().position(|f| *f == key) {
             Some(i) => i,
             None => {
                 let compiled = modules
-                    .compiled(&file)
+                    .compiled(&key.0)
                     .map_err(|e| format!("{}: {e}", policy.name))?;
                 let instance = compiled
-                    .instantiate()
-                    .map_err(|e| format!("{}: {e}", file.display()))?;
+                    .instantiate_bounded(Default::default(), limits)
+                    .map_err(|e| format!("{}: {}: {e}", policy.name, key.0.display()))?;
                 self.instances.push(instance);
-                files.push(file.clone());
+                files.push(key);
                 files.len() - 1
             }
         };

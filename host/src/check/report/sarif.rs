@@ -20,6 +20,9 @@ use policy_manifests::Source;
 const UNUSABLE: &str = "unusable-input";
 /// The rule of a mutating policy's change.
 const MUTATED: &str = "mutated";
+/// A policy that could not judge an object: it trapped, answered out of
+/// protocol, or ran past its deadline or memory.
+const FAILED: &str = "policy-failed";
 
 /// Where SARIF tools resolve relative paths: the repository's root.
 const SOURCE_ROOT: &str = "%SRCROOT%";
@@ -41,7 +44,10 @@ pub fn sarif(outcome: &Outcome, mode: &str, policy: &str, out: &mut dyn Write) -
                     (false, _) => format!(" (made from {})", row.derived_from.join(" → ")),
                 };
                 let text = format!("{}{made}: {}", row.object, super::without_subject(&row));
-                result(policy, rejection, text, &row.source)
+                match row.failed {
+                    true => result(FAILED, ResultLevel::Error, text, &row.source),
+                    false => result(policy, rejection, text, &row.source),
+                }
             })
         });
     // What a set's mutating policies changed, a note on the object's line.
@@ -70,6 +76,7 @@ pub fn sarif(outcome: &Outcome, mode: &str, policy: &str, out: &mut dyn Write) -
         ),
         rule(UNUSABLE, "The check cannot read the object"),
         rule(MUTATED, "A mutating policy changes the object"),
+        rule(FAILED, "A policy could not judge the object"),
     ];
     let driver = ToolComponent::builder()
         .name(policy)

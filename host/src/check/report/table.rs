@@ -116,9 +116,10 @@ pub fn table_for(
                 false => table.force_no_tty(),
             };
             for row in &part {
-                let colour = match row.accepted {
-                    true => Color::Green,
-                    false => Color::Red,
+                let colour = match (row.accepted, row.failed) {
+                    (true, _) => Color::Green,
+                    (false, true) => Color::Magenta,
+                    (false, false) => Color::Red,
                 };
                 let (line, object, verdict, message) = layout.cells(row);
                 let verdict = Cell::new(verdict).fg(colour);
@@ -201,9 +202,10 @@ fn cells(row: &Row) -> [String; 4] {
         (true, true) => format!("{}\n  {AUDITED}", row.object),
         (false, _) => format!("{}\n  from {}", row.object, row.derived_from.join(" → ")),
     };
-    let verdict = match row.accepted {
-        true => "accepted",
-        false => "rejected",
+    let verdict = match (row.accepted, row.failed) {
+        (true, _) => "accepted",
+        (false, true) => "failed",
+        (false, false) => "rejected",
     };
     let mut message = vec![without_subject(row).to_string()];
     message.extend(super::monitored(row));
@@ -407,6 +409,7 @@ mod tests {
                 item: None,
             },
             accepted,
+            failed: false,
             message: (!accepted).then(|| message.to_string()),
             annotations: Vec::new(),
             audited: false,

@@ -1,0 +1,3 @@
+module example.com/evaluator-test-hostile-wasi
+
+go 1.26
