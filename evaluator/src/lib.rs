@@ -56,6 +56,8 @@ pub fn webassembly(path: &Path, bytes: &[u8]) -> Result<(), String> {
 #[derive(Clone)]
 pub struct CompiledPolicy {
     engine: Engine,
+    /// Compiled with deadline checks ([`limits::without_deadlines`]).
+    deadlines: bool,
     module: Module,
     metadata: Option<Metadata>,
     prepared: Prepared,
@@ -115,9 +117,12 @@ impl CompiledPolicy {
         let rego = binary && metadata::built_from_rego(bytes).map_err(HostError::Load)?;
         let mode =
             metadata::execution_mode(metadata.as_ref(), asked, rego).map_err(HostError::Load)?;
-        let engine =
-            Engine::new(&engine_config()?).map_err(|e| HostError::Load(format!("{e:#}")))?;
-        limits::tick(&engine).map_err(HostError::Load)?;
+        let deadlines = limits::deadlines();
+        let engine = Engine::new(&engine_config(deadlines)?)
+            .map_err(|e| HostError::Load(format!("{e:#}")))?;
+        if deadlines {
+            limits::tick(&engine).map_err(HostError::Load)?;
+        }
         let start = Instant::now();
         let module = Module::new(&engine, bytes).map_err(|e| HostError::Load(format!("{e:#}")))?;
         let took = start.elapsed();
@@ -131,6 +136,7 @@ impl CompiledPolicy {
         Ok((
             CompiledPolicy {
                 engine,
+                deadlines,
                 module,
                 metadata,
                 prepared,
@@ -153,15 +159,16 @@ impl CompiledPolicy {
     }
 
     /// A fresh instance whose host calls nothing answers, bounded by
-    /// policy-server's deadline and the runner's memory cap.
+    /// policy-server's deadline (where the module checks deadlines) and the
+    /// runner's memory cap.
     pub fn instantiate(&self) -> Result<Policy, HostError> {
-        self.instantiate_bounded(Arc::new(Context::default()), Limits::default())
+        self.instantiate_bounded(Arc::new(Context::default()), self.default_limits())
     }
 
     /// A fresh instance whose host calls `context` checks and answers,
     /// with the default limits.
     pub fn instantiate_with(&self, context: Arc<Context>) -> Result<Policy, HostError> {
-        self.instantiate_bounded(context, Limits::default())
+        self.instantiate_bounded(context, self.default_limits())
     }
 
     /// An instance whose linear memory may not grow past `max_memory` bytes:
@@ -169,9 +176,18 @@ impl CompiledPolicy {
     pub fn instantiate_limited(&self, max_memory: usize) -> Result<Policy, HostError> {
         let limits = Limits {
             memory: Some(max_memory),
-            ..Limits::default()
+            ..self.default_limits()
         };
         self.instantiate_bounded(Arc::new(Context::default()), limits)
+    }
+
+    /// policy-server's deadline and the runner's cap; no deadline where
+    /// the module was compiled without its checks.
+    fn default_limits(&self) -> Limits {
+        Limits {
+            timeout: Limits::default().timeout.filter(|_| self.deadlines),
+            ..Limits::default()
+        }
     }
 
     /// A fresh instance whose every call `limits` bounds; a waPC module's
@@ -181,6 +197,13 @@ impl CompiledPolicy {
         context: Arc<Context>,
         limits: Limits,
     ) -> Result<Policy, HostError> {
+        if limits.timeout.is_some() && !self.deadlines {
+            return Err(HostError::Load(
+                "the module was compiled without deadline checks (--disable-timeout-protection), \
+                 and cannot be given a deadline"
+                    .to_string(),
+            ));
+        }
         let runtime = match &self.prepared {
             Prepared::Wapc => Runtime::Wapc(wapc::Instance::new(
                 &self.engine,
@@ -232,12 +255,12 @@ pub fn keep_compiled_modules(directory: Option<&Path>) -> Result<(), String> {
 
 /// wasmtime's defaults, as policy-server uses. `POLICY_HOST_PROFILER=jitdump`
 /// (or `perfmap`) names the compiled guest functions for `perf`.
-fn engine_config() -> Result<Config, HostError> {
+fn engine_config(deadlines: bool) -> Result<Config, HostError> {
     let mut config = Config::new();
     config.cache(MODULE_CACHE.get().cloned().flatten());
-    // Every call has a deadline (`limits`); a call without one is given
-    // more ticks than a run has.
-    config.epoch_interruption(true);
+    // Every call has a deadline (`limits`), but where no run sets one; a
+    // call without one is given more ticks than a run has.
+    config.epoch_interruption(deadlines);
     match std::env::var("POLICY_HOST_PROFILER").as_deref() {
         Err(_) => {}
         Ok("jitdump") => {

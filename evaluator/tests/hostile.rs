@@ -247,3 +247,50 @@ fn a_wasi_program_that_exits_or_writes_without_end_is_stopped() {
         }
     }
 }
+
+#[test]
+fn rego_that_runs_long_or_large_is_stopped_in_both_modes() {
+    for name in ["hostile-opa", "hostile-gatekeeper"] {
+        // Quick with a small n, and the instance kept.
+        let (quick, _) = answer(name, json!({"n": 100}), 256);
+        assert_eq!(quick.failure, None, "{name}");
+        assert!(quick.verdict.accepted, "{name}");
+        // OPA's heap grows at each step: under a cap it would reach in
+        // time, the deadline stops it first (a cap of 2 GiB, reached in
+        // about four seconds)...
+        let (long, next) = bounded(name, move || {
+            let policy = instance(
+                name,
+                Limits {
+                    timeout: Some(DEADLINE),
+                    memory: Some(2048 << 20),
+                },
+            );
+            let long = policy.answer(&request(), br#"{"n": 30000}"#, false);
+            let next = policy.answer(&request(), br#"{"n": 100}"#, false);
+            (long, next)
+        });
+        assert!(
+            matches!(long.failure, Some(HostError::Timeout { .. })),
+            "{name}: {:?}",
+            long.failure
+        );
+        // ... which policy-server answers in burrego's words.
+        assert_eq!(
+            long.verdict.message.as_deref(),
+            Some("internal server error: guest code interrupted, execution deadline exceeded"),
+            "{name}"
+        );
+        // A fresh instance takes the next evaluation.
+        assert_eq!(next.failure, None, "{name}");
+        // ... and a small cap stops it first.
+        let (large, _) = answer(name, json!({"n": 30000}), 64);
+        assert_eq!(
+            large.failure,
+            Some(HostError::Memory {
+                limit: Some(64 << 20)
+            }),
+            "{name}"
+        );
+    }
+}

@@ -11,10 +11,13 @@ use std::time::{Duration, Instant};
 use policy_evaluator::{CompiledPolicy, Policy, validate_payload};
 use serde_json::{Value, json};
 
-const USAGE: &str = "usage: policy-bench [--rounds N] [--settings JSON] [--only NAME] [--write-payloads DIR] [--calls N [--floor]] <module.wasm>...
+const USAGE: &str = "usage: policy-bench [--rounds N] [--settings JSON] [--only NAME] [--write-payloads DIR] [--calls N [--floor]] [--deadlines] <module.wasm>...
 
 --settings replaces the settings of every request but the allowlists, which
-compare four patterns with four exact names, and judge Kubernetes' own keys.";
+compare four patterns with four exact names, and judge Kubernetes' own keys.
+The modules are compiled without deadline checks, so that the module's own
+code is what is measured; --deadlines compiles them in, as policy-server and
+the runner's commands run them by default.";
 
 /// Settings every module gets; any policy with this settings format can run.
 const DEFAULT_SETTINGS: &str =
@@ -61,6 +64,7 @@ fn run() -> Result<(), String> {
     let mut only = None;
     let mut calls = None;
     let mut floor = false;
+    let mut deadlines = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -82,10 +86,14 @@ fn run() -> Result<(), String> {
                 )
             }
             "--floor" => floor = true,
+            "--deadlines" => deadlines = true,
             "--write-payloads" => write_to = Some(PathBuf::from(args.next().ok_or(USAGE)?)),
             "-h" | "--help" => return Err(USAGE.to_string()),
             path => paths.push(PathBuf::from(path)),
         }
+    }
+    if !deadlines {
+        policy_evaluator::limits::without_deadlines();
     }
     let mut cases = cases(settings.as_bytes());
     // One request alone, for profiling (see POLICY_HOST_PROFILER in the host).

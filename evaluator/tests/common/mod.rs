@@ -15,8 +15,13 @@ use serde_json::Value;
 /// The four test policies.
 pub const POLICIES: [&str; 4] = ["wapc", "wasi", "opa", "gatekeeper"];
 
-/// The two that misbehave as their settings say.
-pub const HOSTILE: [&str; 2] = ["hostile-wapc", "hostile-wasi"];
+/// Those that misbehave as their settings say.
+pub const HOSTILE: [&str; 4] = [
+    "hostile-wapc",
+    "hostile-wasi",
+    "hostile-opa",
+    "hostile-gatekeeper",
+];
 
 /// The repository: the evaluator's parent, or the root package itself,
 /// whose tests include this file too.

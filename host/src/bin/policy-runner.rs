@@ -362,6 +362,10 @@ fn main() -> ExitCode {
         return ExitCode::from(if checking { 2 } else { 1 });
     }
     let limits = cli.limits();
+    if limits.timeout.is_none() {
+        // As policy-server: no deadline, no epoch checks compiled in.
+        policy_evaluator::limits::without_deadlines();
+    }
     let result = match cli.command {
         Command::Run(args) => run_request(args, limits),
         Command::Manifest {
