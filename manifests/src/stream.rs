@@ -39,9 +39,10 @@ pub(crate) fn scan(input: &mut impl BufRead) -> io::Result<Scan> {
 }
 
 /// Reads `input` to its end and hands out every document of it. A YAML
-/// stream is cut a few hundred documents ahead of their reading: what is
-/// held of a stream of a million documents is the places of a few hundred,
-/// not of a million. (Where the documents of JSON end is known at its end:
+/// stream is cut a few hundred documents, and at most a few megabytes,
+/// ahead of their reading: what is held of a stream of a million documents
+/// is the places of a few hundred, not of a million, and of large ones no
+/// more than fits in [`BYTES_AHEAD`]. (Where the documents of JSON end is known at its end:
 /// it is scanned whole.)
 pub fn read_all<T: Send>(
     input: &mut (impl BufRead + Seek + Send),
@@ -90,6 +91,12 @@ pub fn read_all<T: Send>(
 /// How many documents of a YAML stream are cut ahead of their reading.
 const CUT_AHEAD: usize = 4 * ENTRIES;
 
+/// How many bytes of documents are cut ahead of their reading, at most (and
+/// at least one document, however large): a batch's texts wait while the
+/// one before is parsed, and then its values wait for the next, so that a
+/// stream of large objects held twice as many of them as small ones.
+const BYTES_AHEAD: u64 = 4 << 20;
+
 /// A cut of a stream in progress.
 #[derive(Default)]
 struct Scanner {
@@ -103,12 +110,18 @@ struct Scanner {
 }
 
 impl Scanner {
-    /// Cuts the next `count` documents, or fewer where the stream ends; as
-    /// many more as it takes to reach the stream's first content, which
-    /// says whether it is JSON.
+    /// Cuts the next `count` documents, or fewer where the stream ends or
+    /// [`BYTES_AHEAD`] is reached (never none); as many more as it takes to
+    /// reach the stream's first content, which says whether it is JSON.
     fn cut(&mut self, input: &mut impl BufRead, count: usize) -> io::Result<Vec<Span>> {
         let mut spans = Vec::new();
-        while !self.ended && (spans.len() < count || !self.content_seen) {
+        // A cut of the whole rest (`usize::MAX`) has no byte bound.
+        let from = self.offset();
+        let room = |spans: &Vec<Span>, at: u64| {
+            spans.len() < count
+                && (count == usize::MAX || spans.is_empty() || at - from < BYTES_AHEAD)
+        };
+        while !self.ended && (room(&spans, self.offset()) || !self.content_seen) {
             self.line.clear();
             if input.read_line(&mut self.line)? == 0 {
                 self.ended = true;
@@ -391,6 +404,49 @@ mod tests {
         entries(&mut input, span, &One, &mut |_| {}).unwrap()
     }
 
+    /// Large documents are cut a few megabytes ahead, not a few hundred
+    /// documents; one larger than that alone is cut whole; and a stream of
+    /// them reads as it reads cut whole.
+    #[test]
+    fn large_documents_are_cut_by_bytes() {
+        let value = "x".repeat(1 << 20);
+        let text: String = (0..12)
+            .map(|i| {
+                format!("kind: ConfigMap\nmetadata: {{name: c{i}}}\ndata: {{v: {value}}}\n---\n")
+            })
+            .collect();
+        let mut scanner = Scanner::default();
+        let mut input = io::Cursor::new(text.as_bytes());
+        let first = scanner.cut(&mut input, CUT_AHEAD).unwrap();
+        // The documents that end before the cut has read 4 MiB: three of
+        // a little over 1 MiB each; the fourth is read on by the next cut.
+        assert_eq!(first.len(), 3, "{}", first.len());
+        let huge = format!("data: {{v: {}}}\n", "y".repeat(BYTES_AHEAD as usize * 2));
+        let mut scanner = Scanner::default();
+        let one = scanner
+            .cut(&mut io::Cursor::new(huge.as_bytes()), CUT_AHEAD)
+            .unwrap();
+        assert_eq!(one.len(), 1);
+        let (spans, whole, ahead) = cut_both_ways(&text);
+        assert_eq!(spans, 12);
+        assert_eq!(ahead, whole);
+    }
+
+    /// How many documents `text` holds, and what it reads as cut whole and
+    /// as cut ahead.
+    fn cut_both_ways(text: &str) -> (usize, Vec<Found>, Vec<Found>) {
+        let mut input = io::Cursor::new(text.as_bytes());
+        let scan = scan(&mut input).unwrap();
+        let mut whole = Vec::new();
+        read(&mut input, &scan, &One, &mut |f| whole.push(f)).unwrap();
+        let mut ahead = Vec::new();
+        read_all(&mut io::Cursor::new(text.as_bytes()), &One, &mut |f| {
+            ahead.push(f)
+        })
+        .unwrap();
+        (scan.spans.len(), whole, ahead)
+    }
+
     /// A stream longer than what is cut ahead reads as it reads cut
     /// whole: documents, Lists read entry by entry and whole, a document
     /// the marker line holds, empty documents, across every boundary.
@@ -411,19 +467,8 @@ mod tests {
                 text.push_str("---\n");
             }
         }
-        let whole = {
-            let mut input = io::Cursor::new(text.as_bytes());
-            let scan = scan(&mut input).unwrap();
-            assert!(scan.spans.len() > 2 * CUT_AHEAD, "{}", scan.spans.len());
-            let mut found = Vec::new();
-            read(&mut input, &scan, &One, &mut |f| found.push(f)).unwrap();
-            found
-        };
-        let mut ahead = Vec::new();
-        read_all(&mut io::Cursor::new(text.as_bytes()), &One, &mut |f| {
-            ahead.push(f)
-        })
-        .unwrap();
+        let (spans, whole, ahead) = cut_both_ways(&text);
+        assert!(spans > 2 * CUT_AHEAD, "{spans}");
         assert_eq!(ahead, whole);
         // Through a reader whose buffer is smaller than a document.
         let mut small = io::BufReader::with_capacity(7, io::Cursor::new(text.as_bytes()));
