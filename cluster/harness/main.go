@@ -121,6 +121,7 @@ type harness struct {
 	externalCA string
 	streams    string // the generated streams of tests/decoder.rs
 	oracleOnly bool   // run only the scenario that holds check to the API server
+	boundsOnly bool   // run only the scenario that cuts a looping policy at its deadline
 	load       bool   // run only the load scenario (load.go)
 	noopModule string // the no-op module the load is measured against
 	// The evaluator's waPC test policy, which adds an annotation: the
@@ -159,6 +160,7 @@ func main() {
 	flag.StringVar(&h.externalCA, "webhook-ca", "", "the PEM file of the CA that signed --webhook-url's certificate")
 	flag.StringVar(&h.streams, "streams", "", "the directory of the streams tests/decoder.rs generates (cluster/run writes them)")
 	flag.BoolVar(&h.oracleOnly, "oracle-only", false, "run only the scenario that holds check to the API server (quicker, while working on it)")
+	flag.BoolVar(&h.boundsOnly, "bounds-only", false, "run only the scenario that cuts a looping policy at its deadline, on a control plane of its own (quicker, while working on it)")
 	flag.BoolVar(&h.load, "load", false, "run only the load scenario, on a control plane of its own: the policy and a no-op module (--noop-module) under thousands of requests")
 	flag.StringVar(&h.noopModule, "noop-module", "", "the module that accepts every request unread (noop.wasm), for --load")
 	flag.StringVar(&h.testPolicies, "test-policies", "", "the evaluator's test policies as its tests build them (target/test-policies: annotated, and raw/ as built): the mutating webhook and the lookups after the oracle")
@@ -224,6 +226,13 @@ func (h *harness) scenarios() []scenario {
 	if h.oracleOnly {
 		return []scenario{oracle}
 	}
+	bounds := scenario{Name: "cut a looping policy at its deadline beside a sane one", do: h.bounds}
+	if h.boundsOnly {
+		return []scenario{
+			{Name: "start the control plane", do: h.startControlPlane, fatal: true},
+			bounds,
+		}
+	}
 	if h.load {
 		return h.loadScenarios()
 	}
@@ -257,6 +266,7 @@ func (h *harness) scenarios() []scenario {
 		{Name: "hold a mutating policy to the API server", do: h.mutation},
 		{Name: "answer lookups from the live API server as from its dump", do: h.lookups},
 		{Name: "hold a policy set's mutations and refusals to the API server", do: h.policySet},
+		bounds,
 	}
 }
 
