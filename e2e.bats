@@ -941,3 +941,19 @@ hostile_policy() {
     [ "$(jq -c '.response.allowed' <<<"$output")" = true ]
   done
 }
+
+@test "check: a group that accepts whatever its failed member answered admits the object, and says the failure" {
+  modes_built
+  local dir="$BATS_TEST_TMPDIR/group"
+  mkdir -p "$dir"
+  local module="$BATS_TEST_DIRNAME/target/test-policies/hostile-wapc.wasm"
+  printf 'apiVersion: policies.kubewarden.io/v1\nkind: ClusterAdmissionPolicyGroup\nmetadata:\n  name: either\nspec:\n' > "$dir/group.yaml"
+  printf '  rules: [{apiGroups: [""], apiVersions: [v1], resources: [pods], operations: [CREATE]}]\n' >> "$dir/group.yaml"
+  printf '  expression: "loops() || sane()"\n  message: neither accepts\n  policies:\n' >> "$dir/group.yaml"
+  printf '    loops: {module: %s, settings: {validate: loop}}\n    sane: {module: %s, settings: {}}\n' "$module" "$module" >> "$dir/group.yaml"
+  run --separate-stderr hostile_runner check --policy-timeout 1 --policy "$dir/group.yaml" -o json examples/manifests/web.yaml
+  [ "$status" -eq 0 ]
+  [ "$(jq '.failed' <<<"$output")" -eq 0 ]
+  [ "$(jq '[.results[] | select(.allowed | not)] | length' <<<"$output")" -eq 0 ]
+  jq -e '.warnings | any(startswith("either (member loops): interrupted at the deadline of 1 s"))' <<<"$output"
+}

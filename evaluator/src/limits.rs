@@ -72,7 +72,11 @@ impl Limits {
             // `set_epoch_deadline` adds this to the current epoch: half of
             // u64 leaves room for any number of ticks.
             None => u64::MAX / 2,
-            Some(timeout) => timeout.as_nanos().div_ceil(TICK.as_nanos()).max(1) as u64,
+            // Bounded as `None` is: a timeout of centuries must not wrap.
+            Some(timeout) => timeout
+                .as_nanos()
+                .div_ceil(TICK.as_nanos())
+                .clamp(1, u128::from(u64::MAX / 2)) as u64,
         }
     }
 
@@ -240,5 +244,10 @@ mod tests {
         assert_eq!(limits(1).ticks(), 1);
         assert_eq!(limits(0).ticks(), 1);
         assert!(Limits::NONE.ticks() > 1 << 62);
+        let forever = Limits {
+            timeout: Some(Duration::from_secs(u64::MAX)),
+            memory: None,
+        };
+        assert_eq!(forever.ticks(), u64::MAX / 2);
     }
 }

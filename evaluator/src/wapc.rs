@@ -26,6 +26,9 @@ pub(crate) struct Instance {
     /// the guest stopped wherever it was, its state (a lock held, a heap
     /// half updated) is not to be called again.
     host: RefCell<WapcHost>,
+    /// Why the instance could not be rebuilt after a timeout: every call
+    /// then fails with it, rather than run on the interrupted state.
+    broken: RefCell<Option<String>>,
     engine: Engine,
     module: Module,
     context: Arc<Context>,
@@ -42,6 +45,7 @@ impl Instance {
         let host = host(engine, module, &context, &limits)?;
         Ok(Instance {
             host: RefCell::new(host),
+            broken: RefCell::new(None),
             engine: engine.clone(),
             module: module.clone(),
             context,
@@ -56,14 +60,18 @@ impl Instance {
         operation: &str,
         payload: &[u8],
     ) -> Result<Vec<u8>, wapc::errors::Error> {
+        if let Some(why) = self.broken.borrow().as_ref() {
+            return Err(wapc::errors::Error::General(format!(
+                "the instance interrupted at its deadline could not be made anew: {why}"
+            )));
+        }
         let called = self.host.borrow().call(operation, payload);
         if let Err(error) = &called
             && error.to_string().contains(INTERRUPTED)
         {
-            // Where a new one cannot be made, the next call fails as this
-            // one did rather than run on a broken instance.
-            if let Ok(host) = host(&self.engine, &self.module, &self.context, &self.limits) {
-                *self.host.borrow_mut() = host;
+            match host(&self.engine, &self.module, &self.context, &self.limits) {
+                Ok(host) => *self.host.borrow_mut() = host,
+                Err(why) => *self.broken.borrow_mut() = Some(why.to_string()),
             }
         }
         called

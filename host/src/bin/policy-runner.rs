@@ -637,7 +637,7 @@ fn run_manifest(
         let settings = serde_json::to_vec(&settings).map_err(|e| e.to_string())?;
         let verdict = policy
             .validate_settings(&settings)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| format!("{name}: {e}"))?;
         if !verdict.valid {
             all_valid = false;
             println!(

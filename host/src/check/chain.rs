@@ -245,9 +245,18 @@ impl Chain {
                 };
                 verdict.accepted = judged.verdict.accepted;
                 verdict.message = judged.line();
-                if let Some(failure) = judged.failures.first() {
-                    verdict.failed = true;
-                    verdict.message = Some(failure.line(&member.policy.name));
+                match (judged.failures.first(), judged.verdict.accepted) {
+                    (Some(failure), false) => {
+                        verdict.failed = true;
+                        verdict.message = Some(failure.line(&member.policy.name));
+                    }
+                    // A group that accepts whatever its failed member
+                    // answered: policy-server admits the object, and the
+                    // failure is said once.
+                    (Some(failure), true) => {
+                        way.warnings.push(failure.line(&member.policy.name));
+                    }
+                    (None, _) => {}
                 }
                 let changes = match (judged.verdict.accepted, monitor || audited) {
                     (true, false) if member.policy.mutating => {
