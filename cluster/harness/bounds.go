@@ -29,12 +29,8 @@ const (
 )
 
 func (h *harness) bounds() error {
-	if h.runner == "" {
-		fmt.Println("   skipped: --webhook-url without --runner, and this scenario serves its own webhooks with policy-runner serve")
-		return nil
-	}
-	if h.testPolicies == "" {
-		return fmt.Errorf("no --test-policies: cluster/run builds the evaluator's test policies and names where")
+	if ok, err := h.ownWebhooks(); !ok {
+		return err
 	}
 	// The hostile waPC test policy: it loops where its settings say, and
 	// accepts otherwise.

@@ -123,12 +123,8 @@ var afterAdmission = map[string][][]string{
 
 // mutation is the scenario.
 func (h *harness) mutation() error {
-	if h.runner == "" {
-		fmt.Println("   skipped: --webhook-url without --runner, and this scenario serves its own webhooks with policy-runner serve")
-		return nil
-	}
-	if h.testPolicies == "" {
-		return fmt.Errorf("no --test-policies: cluster/run builds the evaluator's test policies and names where")
+	if ok, err := h.ownWebhooks(); !ok {
+		return err
 	}
 	// The waPC test policy as built: settings alone may mutate.
 	module, err := filepath.Abs(filepath.Join(h.testPolicies, "raw", "wapc.wasm"))

@@ -202,6 +202,21 @@ func (h *harness) trustingTransport() *http.Transport {
 	return &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 }
 
+// ownWebhooks says whether a scenario that serves its own webhooks with
+// policy-runner serve, running the evaluator's test policies, can run:
+// false, saying it is skipped, with --webhook-url and no --runner; an
+// error without --test-policies.
+func (h *harness) ownWebhooks() (bool, error) {
+	if h.runner == "" {
+		fmt.Println("   skipped: --webhook-url without --runner, and this scenario serves its own webhooks with policy-runner serve")
+		return false, nil
+	}
+	if h.testPolicies == "" {
+		return false, fmt.Errorf("no --test-policies: cluster/run builds the evaluator's test policies and names where")
+	}
+	return true, nil
+}
+
 // serveWebhook starts policy-runner serve for module on a free port, with
 // the serving certificate and key and the policy's arguments (its settings
 // or manifest, and any other of serve's flags), and waits until it answers:

@@ -129,12 +129,8 @@ type setRow struct {
 
 // policySet is the scenario.
 func (h *harness) policySet() error {
-	if h.runner == "" {
-		fmt.Println("   skipped: --webhook-url without --runner, and this scenario serves its own webhooks with policy-runner serve")
-		return nil
-	}
-	if h.testPolicies == "" {
-		return fmt.Errorf("no --test-policies: cluster/run builds the evaluator's test policies and names where")
+	if ok, err := h.ownWebhooks(); !ok {
+		return err
 	}
 	stamp, err := filepath.Abs(filepath.Join(h.testPolicies, "raw", "wapc.wasm"))
 	if err != nil {
