@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -21,7 +20,8 @@ const (
 	// policy-server's answer to a waPC policy cut at its deadline
 	// (policy-evaluator 1.35, runtimes/wapc/runtime.rs).
 	deadlineMessage = "Policy execution interrupted because it exceeded the allowed execution time"
-	// The looping policy's deadline, and the webhooks' timeout, in seconds.
+	// The looping policy's deadline, and every namespaceWebhook's timeout,
+	// in seconds.
 	policyDeadline = 2
 	webhookTimeout = 10
 	// ConfigMaps the sane policy admits while the looping one runs.
@@ -118,26 +118,13 @@ func (h *harness) registerBounded(loopsURL, saneURL string) error {
 			return err
 		}
 	}
+	// The ConfigMaps of a namespace.
 	webhook := func(name, url, namespace string) map[string]any {
-		return map[string]any{
-			"name": name,
-			"clientConfig": map[string]any{
-				"url":      url,
-				"caBundle": base64.StdEncoding.EncodeToString(h.ca.pem),
-			},
-			"rules": []map[string]any{{
-				"apiGroups": []string{""}, "apiVersions": []string{"v1"},
-				"operations": []string{"CREATE"}, "resources": []string{"configmaps"},
-				"scope": "Namespaced",
-			}},
-			"failurePolicy":           "Fail",
-			"sideEffects":             "None",
-			"admissionReviewVersions": []string{"v1"},
-			"timeoutSeconds":          webhookTimeout,
-			"namespaceSelector": map[string]any{
-				"matchLabels": map[string]string{"kubernetes.io/metadata.name": namespace},
-			},
-		}
+		return h.namespaceWebhook(name, url, map[string]any{
+			"apiGroups": []string{""}, "apiVersions": []string{"v1"},
+			"operations": []string{"CREATE"}, "resources": []string{"configmaps"},
+			"scope": "Namespaced",
+		}, namespace)
 	}
 	configuration, _ := json.Marshal(map[string]any{
 		"apiVersion": "admissionregistration.k8s.io/v1",

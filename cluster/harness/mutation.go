@@ -168,6 +168,27 @@ func (h *harness) mutation() error {
 	return nil
 }
 
+// namespaceWebhook is a webhook of this harness's CA for the objects of
+// rule in one namespace: failurePolicy Fail, no side effects, and
+// webhookTimeout.
+func (h *harness) namespaceWebhook(name, url string, rule map[string]any, namespace string) map[string]any {
+	return map[string]any{
+		"name": name,
+		"clientConfig": map[string]any{
+			"url":      url,
+			"caBundle": base64.StdEncoding.EncodeToString(h.ca.pem),
+		},
+		"rules":                   []map[string]any{rule},
+		"failurePolicy":           "Fail",
+		"sideEffects":             "None",
+		"admissionReviewVersions": []string{"v1"},
+		"timeoutSeconds":          webhookTimeout,
+		"namespaceSelector": map[string]any{
+			"matchLabels": map[string]string{"kubernetes.io/metadata.name": namespace},
+		},
+	}
+}
+
 // registerMutating creates the namespaces and registers both webhooks,
 // then waits until the API server calls the first.
 func (h *harness) registerMutating(mutatingURL, refusingURL string) error {
@@ -176,23 +197,11 @@ func (h *harness) registerMutating(mutatingURL, refusingURL string) error {
 			return err
 		}
 	}
+	// Mutating webhooks are called once each, as Kubewarden registers them.
 	webhook := func(name, url string, rule map[string]any, namespace string) map[string]any {
-		return map[string]any{
-			"name": name,
-			"clientConfig": map[string]any{
-				"url":      url,
-				"caBundle": base64.StdEncoding.EncodeToString(h.ca.pem),
-			},
-			"rules":                   []map[string]any{rule},
-			"failurePolicy":           "Fail",
-			"sideEffects":             "None",
-			"reinvocationPolicy":      "Never",
-			"admissionReviewVersions": []string{"v1"},
-			"timeoutSeconds":          10,
-			"namespaceSelector": map[string]any{
-				"matchLabels": map[string]string{"kubernetes.io/metadata.name": namespace},
-			},
-		}
+		hook := h.namespaceWebhook(name, url, rule, namespace)
+		hook["reinvocationPolicy"] = "Never"
+		return hook
 	}
 	configuration, _ := json.Marshal(map[string]any{
 		"apiVersion": "admissionregistration.k8s.io/v1",
